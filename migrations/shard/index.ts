@@ -1,0 +1,5 @@
+import type { Migration } from '../../src/storage/sqlite.js';
+import * as masterData from './001_master_data.js';
+
+/** Shard schema migrations, in order. Each feature adds its own file here. */
+export const shardMigrations: Migration[] = [masterData];

@@ -1,0 +1,62 @@
+import { SignJWT, compactVerify, decodeProtectedHeader } from 'jose';
+import { SIGNING_ALG, type SigningKey } from './signingKey.js';
+
+export const ISSUER = 'trackd';
+export const INTEGRATOR_SCOPES = ['assets:read', 'assets:write', 'locations:read', 'locations:write', 'tracking:read'] as const;
+export const ADMIN_SCOPE = 'keys:admin';
+
+export type TokenKind = 'api_key' | 'session';
+
+export interface TokenClaims {
+  iss: string;
+  sub: string;
+  typ: TokenKind;
+  org: number;
+  env?: string;
+  scopes?: string[];
+  iat: number;
+  exp?: number;
+  nbf?: number;
+}
+
+export async function signApiKey(
+  key: SigningKey,
+  claims: { apiKeyId: string; orgId: number; scopes: string[]; env: string; expiresAt: number | null },
+): Promise<string> {
+  const jwt = new SignJWT({ typ: 'api_key', org: claims.orgId, scopes: claims.scopes, env: claims.env })
+    .setProtectedHeader({ alg: SIGNING_ALG, kid: key.kid, typ: 'JWT' })
+    .setIssuer(ISSUER)
+    .setSubject(claims.apiKeyId)
+    .setIssuedAt();
+  if (claims.expiresAt !== null) jwt.setExpirationTime(Math.floor(claims.expiresAt / 1000));
+  return jwt.sign(key.privateKey);
+}
+
+export async function signSession(key: SigningKey, claims: { orgId: number; user: string; ttlSeconds: number }): Promise<string> {
+  return new SignJWT({ typ: 'session', org: claims.orgId })
+    .setProtectedHeader({ alg: SIGNING_ALG, kid: key.kid, typ: 'JWT' })
+    .setIssuer(ISSUER)
+    .setSubject(claims.user)
+    .setIssuedAt()
+    .setExpirationTime(`${claims.ttlSeconds}s`)
+    .sign(key.privateKey);
+}
+
+/**
+ * Verifies the signature with the algorithm pinned to EdDSA and the kid checked, so `alg: none`,
+ * HS256-with-the-public-key and foreign keys all fail. Claim checks (expiry, type) are the caller's,
+ * because their failures have distinct answers. Returns undefined for anything malformed.
+ */
+export async function verifySignature(key: SigningKey, token: string): Promise<TokenClaims | undefined> {
+  try {
+    const header = decodeProtectedHeader(token);
+    if (header.alg !== SIGNING_ALG || header.kid !== key.kid) return undefined;
+    const { payload } = await compactVerify(token, key.publicKey, { algorithms: [SIGNING_ALG] });
+    const claims = JSON.parse(new TextDecoder().decode(payload)) as TokenClaims;
+    if (typeof claims !== 'object' || claims === null || claims.iss !== ISSUER || typeof claims.sub !== 'string') return undefined;
+    if (!Number.isSafeInteger(claims.org)) return undefined;
+    return claims;
+  } catch {
+    return undefined;
+  }
+}

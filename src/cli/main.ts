@@ -1,0 +1,63 @@
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '../config.js';
+import { serve } from '../serve.js';
+import { CliError, type Command } from './common.js';
+import { keysCreate, keysList, keysRevoke, orgsCreate, orgsList, sessionsCreate } from './orgsAndKeys.js';
+
+/** `trackd <group> <verb>` commands (operations.md section 2); each prints one JSON document. */
+const COMMANDS: Record<string, Command> = {
+  'orgs create': orgsCreate,
+  'orgs list': orgsList,
+  'keys create': keysCreate,
+  'keys list': keysList,
+  'keys revoke': keysRevoke,
+  'sessions create': sessionsCreate,
+};
+
+const USAGE = `usage: trackd <command>
+  serve
+  orgs create --name NAME | orgs list
+  keys create --org ID --name NAME --scopes S1,S2 [--expires-in 30d|--expires-at RFC3339] [--env preview|production]
+  keys list --org ID | keys revoke API_KEY_ID
+  sessions create --org ID --user NAME`;
+
+function fail(message: string): never {
+  process.stderr.write(`trackd: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
+  process.exit(1);
+}
+
+async function runServe(): Promise<void> {
+  const service = await serve(loadConfig());
+  let signals = 0;
+  const onSignal = () => {
+    if (signals++ > 0) return;
+    const hardStop = setTimeout(() => process.exit(1), 10_000);
+    hardStop.unref();
+    service.stop().then(
+      () => process.exit(0),
+      (err: unknown) => fail(`shutdown failed: ${(err as Error).message}`),
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+async function main(argv: string[]): Promise<void> {
+  if (argv[0] === 'serve') return runServe();
+  const name = `${argv[0] ?? ''} ${argv[1] ?? ''}`;
+  const command = COMMANDS[name];
+  if (command === undefined) fail(argv.length === 0 ? USAGE : `unknown command "${argv.slice(0, 2).join(' ')}"\n${USAGE}`);
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv.slice(2), options: command.options, allowPositionals: true, strict: true });
+  } catch (err) {
+    fail((err as Error).message);
+  }
+  const result = await command.run({ config: loadConfig(), flags: parsed.values, positionals: parsed.positionals });
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof CliError || err instanceof ConfigError) fail(err.message);
+  fail(err instanceof Error ? err.message : String(err));
+});

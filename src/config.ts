@@ -1,0 +1,61 @@
+import os from 'node:os';
+import path from 'node:path';
+import { Type, type Static } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+
+const IntString = (min: number, max: number) => Type.Integer({ minimum: min, maximum: max });
+
+/** operations.md section 1: every variable optional, validated once at start. */
+export const ConfigSchema = Type.Object({
+  HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  PORT: IntString(0, 65535),
+  DATA_DIR: Type.String({ minLength: 1 }),
+  NATS_URL: Type.Optional(Type.String({ minLength: 1 })),
+  MQTT_PORT: Type.Optional(IntString(0, 65535)),
+  TRACKD_ENV: Type.Union([Type.Literal('preview'), Type.Literal('production')]),
+  SHARDS: IntString(1, 256),
+  RATE_LIMIT_PER_MIN: IntString(1, 100_000_000),
+  LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
+  HISTORY_GAP_SECONDS: IntString(0, 31_536_000),
+});
+
+export type Config = Static<typeof ConfigSchema>;
+
+export class ConfigError extends Error {}
+
+const DEFAULTS: Record<string, string> = {
+  HOST: '127.0.0.1',
+  PORT: '8080',
+  DATA_DIR: './data',
+  TRACKD_ENV: 'preview',
+  SHARDS: String(os.availableParallelism?.() ?? os.cpus().length),
+  RATE_LIMIT_PER_MIN: '6000',
+  LOG_LEVEL: 'info',
+  HISTORY_GAP_SECONDS: '300',
+};
+
+const INTEGER_VARS = new Set(['PORT', 'MQTT_PORT', 'SHARDS', 'RATE_LIMIT_PER_MIN', 'HISTORY_GAP_SECONDS']);
+
+/** Reads the configuration; a bad value throws a ConfigError whose one-line message names the variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const raw: Record<string, unknown> = {};
+  for (const key of Object.keys(ConfigSchema.properties)) {
+    const given = env[key];
+    const value = given === undefined || given === '' ? DEFAULTS[key] : given;
+    if (value === undefined) continue;
+    if (INTEGER_VARS.has(key)) {
+      if (!/^\d+$/.test(value)) throw new ConfigError(`${key}: must be a non-negative integer, got ${JSON.stringify(value)}`);
+      raw[key] = Number(value);
+    } else {
+      raw[key] = value;
+    }
+  }
+  const firstError = Value.Errors(ConfigSchema, raw).First();
+  if (firstError) {
+    const name = firstError.path.replace(/^\//, '') || 'configuration';
+    throw new ConfigError(`${name}: ${firstError.message}, got ${JSON.stringify(raw[name])}`);
+  }
+  const config = raw as Config;
+  config.DATA_DIR = path.resolve(config.DATA_DIR);
+  return config;
+}

@@ -1,0 +1,121 @@
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { controlMigrations } from '../../migrations/control/index.js';
+import { migrate, openDatabase, type Db } from '../storage/sqlite.js';
+
+export interface OrgRow {
+  id: number;
+  name: string;
+  shard: number;
+}
+
+export interface ApiKeyRow {
+  id: string;
+  org_id: number;
+  name: string;
+  scopes: string[];
+  env: string;
+  created_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+}
+
+interface ApiKeyRecord extends Omit<ApiKeyRow, 'scopes'> {
+  scopes: string;
+}
+
+const ID_BLOCK_SIZE = 1000;
+
+/**
+ * The control-plane database: organizations, API keys, the org-to-shard mapping and id blocks.
+ * Shared by the server and the CLI (both open the same file under DATA_DIR).
+ */
+export class ControlPlane {
+  private constructor(readonly db: Db) {}
+
+  static async open(dataDir: string): Promise<ControlPlane> {
+    const file = path.join(dataDir, 'control.sqlite');
+    await migrate(file, controlMigrations);
+    return new ControlPlane(openDatabase(file));
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  /** Records the org's shard once, at creation, so the mapping never depends on a later SHARDS value. */
+  createOrg(name: string, shardCount: number): OrgRow {
+    return this.db.transaction(() => {
+      const next = (this.db.prepare('SELECT COALESCE(MAX(id), 0) + 1 AS id FROM orgs').get() as { id: number }).id;
+      const shard = (next - 1) % shardCount;
+      const info = this.db
+        .prepare('INSERT INTO orgs (id, name, shard, created_at) VALUES (?, ?, ?, ?)')
+        .run(next, name, shard, Date.now());
+      return { id: Number(info.lastInsertRowid), name, shard };
+    }).immediate();
+  }
+
+  listOrgs(): OrgRow[] {
+    return this.db.prepare('SELECT id, name, shard FROM orgs ORDER BY id').all() as OrgRow[];
+  }
+
+  getOrg(id: number): OrgRow | undefined {
+    return this.db.prepare('SELECT id, name, shard FROM orgs WHERE id = ?').get(id) as OrgRow | undefined;
+  }
+
+  createKey(input: { orgId: number; name: string; scopes: string[]; env: string; expiresAt: number | null }): ApiKeyRow {
+    const row: ApiKeyRow = {
+      id: randomUUID(),
+      org_id: input.orgId,
+      name: input.name,
+      scopes: input.scopes,
+      env: input.env,
+      created_at: Date.now(),
+      expires_at: input.expiresAt,
+      revoked_at: null,
+    };
+    this.db
+      .prepare(
+        'INSERT INTO api_keys (id, org_id, name, scopes, env, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, NULL)',
+      )
+      .run(row.id, row.org_id, row.name, JSON.stringify(row.scopes), row.env, row.created_at, row.expires_at);
+    return row;
+  }
+
+  listKeys(orgId: number): ApiKeyRow[] {
+    const rows = this.db.prepare('SELECT * FROM api_keys WHERE org_id = ? ORDER BY created_at, id').all(orgId) as ApiKeyRecord[];
+    return rows.map((r) => ({ ...r, scopes: JSON.parse(r.scopes) as string[] }));
+  }
+
+  getKey(id: string): ApiKeyRow | undefined {
+    const r = this.db.prepare('SELECT * FROM api_keys WHERE id = ?').get(id) as ApiKeyRecord | undefined;
+    return r && { ...r, scopes: JSON.parse(r.scopes) as string[] };
+  }
+
+  /** Returns the revocation time, or undefined when no such key exists. Revoking twice keeps the first time. */
+  revokeKey(id: string): number | undefined {
+    this.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(Date.now(), id);
+    const row = this.db.prepare('SELECT revoked_at FROM api_keys WHERE id = ?').get(id) as { revoked_at: number } | undefined;
+    return row?.revoked_at;
+  }
+
+  /** Keys revoked at or after `since` (ms); the server polls this to apply revocations within a second. */
+  revokedSince(since: number): { id: string; revoked_at: number }[] {
+    return this.db.prepare('SELECT id, revoked_at FROM api_keys WHERE revoked_at >= ?').all(since) as {
+      id: string;
+      revoked_at: number;
+    }[];
+  }
+
+  /** Reserves a block of ids for one entity type; ids are unique per type across all shards. */
+  reserveIds(entity: string, count = ID_BLOCK_SIZE): { start: number; end: number } {
+    return this.db.transaction(() => {
+      const row = this.db.prepare('SELECT next_id FROM id_blocks WHERE entity = ?').get(entity) as { next_id: number } | undefined;
+      const start = row?.next_id ?? 1;
+      this.db
+        .prepare('INSERT INTO id_blocks (entity, next_id) VALUES (?, ?) ON CONFLICT(entity) DO UPDATE SET next_id = excluded.next_id')
+        .run(entity, start + count);
+      return { start, end: start + count };
+    }).immediate();
+  }
+}

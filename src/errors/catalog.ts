@@ -1,0 +1,80 @@
+/** The error types of interface.md 7.1 (plus `payload_too_large`, an additive type for the body limit). */
+export const ERROR_TYPES = {
+  validation_error: { status: 400, title: 'Validation failed' },
+  bad_request: { status: 400, title: 'Bad request' },
+  unauthorized: { status: 401, title: 'Unauthorized' },
+  forbidden: { status: 403, title: 'Forbidden' },
+  not_found: { status: 404, title: 'Not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  conflict: { status: 409, title: 'Conflict' },
+  payload_too_large: { status: 413, title: 'Payload too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  missing_org_context: { status: 422, title: 'Missing org context' },
+  rate_limited: { status: 429, title: 'Rate limited' },
+  internal_error: { status: 500, title: 'Internal server error' },
+  service_unavailable: { status: 503, title: 'Service unavailable' },
+} as const;
+
+export type ErrorType = keyof typeof ERROR_TYPES;
+
+export type FieldCode =
+  | 'required'
+  | 'invalid_value'
+  | 'unknown_field'
+  | 'invalid_context'
+  | 'too_short'
+  | 'too_long'
+  | 'too_small'
+  | 'too_large'
+  | 'fk_not_found'
+  | 'ambiguous_fields'
+  | 'read_only';
+
+export interface FieldError {
+  field: string;
+  code: FieldCode;
+  message: string;
+  params?: Record<string, unknown>;
+}
+
+/** The one error type that flows to the wire. Anything else thrown becomes internal_error. */
+export class ApiError extends Error {
+  readonly type: ErrorType;
+  readonly status: number;
+  readonly detail: string;
+  readonly fields: FieldError[] | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(type: ErrorType, detail: string, options: { fields?: FieldError[]; headers?: Record<string, string> } = {}) {
+    super(detail);
+    this.type = type;
+    this.status = ERROR_TYPES[type].status;
+    this.detail = detail;
+    this.fields = options.fields;
+    this.headers = options.headers;
+  }
+
+  /** A validation_error whose detail is the first field's message plus the count of the rest. */
+  static validation(fields: FieldError[]): ApiError {
+    const rest = fields.length - 1;
+    const detail = rest > 0 ? `${fields[0].message} (and ${rest} more validation errors)` : fields[0].message;
+    return new ApiError('validation_error', detail, { fields });
+  }
+
+  static notFound(detail = 'Resource not found'): ApiError {
+    return new ApiError('not_found', detail);
+  }
+
+  static conflict(detail: string): ApiError {
+    return new ApiError('conflict', detail);
+  }
+}
+
+export function fieldError(field: string, code: FieldCode, message: string, params?: Record<string, unknown>): FieldError {
+  return params === undefined ? { field, code, message } : { field, code, message, params };
+}
+
+/** Throws a validation_error when any field failed; lets a handler collect every failure first. */
+export function throwIfInvalid(fields: FieldError[]): void {
+  if (fields.length > 0) throw ApiError.validation(fields);
+}

@@ -1,0 +1,63 @@
+import type { TSchema } from '@sinclair/typebox';
+import type { FieldError } from '../errors/catalog.js';
+import type { Principal } from '../auth/authenticator.js';
+import type { Shard } from '../shards/shard.js';
+import type { Method } from './router.js';
+import type { QuerySpec } from './query.js';
+
+export type BodyContentType = 'application/json' | 'application/merge-patch+json';
+
+export interface RequestContext {
+  requestId: string;
+  method: Method;
+  path: string;
+  /** Path ids, already checked to lie in 1..2147483647. */
+  params: Record<string, number>;
+  /** Query values parsed by the route's QuerySpec (defaults filled in). */
+  query: Record<string, unknown>;
+  /** The parsed JSON body (an object, schema-validated) for routes that declare one. */
+  body: Record<string, unknown>;
+  /** Present on every authenticated route. */
+  principal: Principal;
+  /** The actor shard that owns the caller's organization (authenticated, org-scoped routes). */
+  shard: Shard;
+}
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** A prebuilt body (e.g. YAML, Prometheus text) sent as is with `contentType`. */
+  text?: string;
+  contentType?: string;
+}
+
+export interface ResponseSpec {
+  description: string;
+  schema?: TSchema;
+  headers?: Record<string, { description: string; schema: TSchema }>;
+}
+
+export interface Route {
+  method: Method;
+  /** OpenAPI-style template, e.g. `/api/v1/assets/{asset_id}`; every `{param}` is an integer id. */
+  path: string;
+  operationId: string;
+  summary: string;
+  tag: string;
+  /** Required scopes (all of them); `[]` means any valid API key. Undefined: no authentication. */
+  scopes?: string[];
+  /** Left out of the OpenAPI document (the document itself, redirects, ops endpoints). */
+  undocumented?: boolean;
+  /** False for routes that do not act on the org's data (no shard is resolved, e.g. /orgs/me). */
+  orgScoped?: boolean;
+  query?: QuerySpec;
+  body?: {
+    schema: TSchema;
+    contentType: BodyContentType;
+    /** Extra checks on a body that may still hold wrongly typed values; reported with the schema's failures. */
+    check?: (body: Record<string, unknown>) => FieldError[];
+  };
+  responses: Record<number, ResponseSpec>;
+  handler: (ctx: RequestContext) => Reply | Promise<Reply>;
+}

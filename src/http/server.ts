@@ -1,0 +1,371 @@
+import { TextDecoder } from 'node:util';
+import uWS from 'uWebSockets.js';
+import { monotonicFactory } from 'ulid';
+import { ApiError, type FieldError } from '../errors/catalog.js';
+import { asApiError, errorEnvelope } from '../errors/envelope.js';
+import { Authenticator, authDetails, unauthorized, type Principal } from '../auth/authenticator.js';
+import type { ShardRegistry } from '../shards/registry.js';
+import type { Shard } from '../shards/shard.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../ops/metrics.js';
+import { RateLimiter, type RateDecision } from './rateLimit.js';
+import { Router, type Method } from './router.js';
+import { parsePathId, parseQuery } from './query.js';
+import { compileValidator, type BodyValidator } from './validation.js';
+import type { Reply, RequestContext, Route } from './route.js';
+
+/** Largest request body accepted (1 MiB); larger bodies get 413 payload_too_large. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+const STATUS_TEXT: Record<number, string> = {
+  200: '200 OK',
+  201: '201 Created',
+  204: '204 No Content',
+  301: '301 Moved Permanently',
+  400: '400 Bad Request',
+  401: '401 Unauthorized',
+  403: '403 Forbidden',
+  404: '404 Not Found',
+  405: '405 Method Not Allowed',
+  409: '409 Conflict',
+  413: '413 Payload Too Large',
+  415: '415 Unsupported Media Type',
+  422: '422 Unprocessable Entity',
+  429: '429 Too Many Requests',
+  500: '500 Internal Server Error',
+  503: '503 Service Unavailable',
+};
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const nextUlid = monotonicFactory();
+
+interface CompiledRoute {
+  route: Route;
+  validateBody: BodyValidator | undefined;
+  paramNames: string[];
+  metricRoute: string;
+}
+
+interface Pending {
+  res: uWS.HttpResponse;
+  aborted: boolean;
+  done: boolean;
+  method: string;
+  path: string;
+  requestId: string;
+  rate: RateDecision | undefined;
+  started: number;
+  route: string;
+}
+
+export interface HttpServerOptions {
+  host: string;
+  port: number;
+  logger: Logger;
+  metrics: Metrics;
+  authenticator: Authenticator;
+  rateLimitPerMinute: number;
+  shards: ShardRegistry;
+}
+
+/**
+ * The HTTP front end: one uWS catch-all handler, our own router (so 404 and 405 with Allow are ours),
+ * one request wrapper that copies what it needs out of `req`, registers onAborted first, reads the
+ * body into a bounded buffer, corks every write and never touches `res` after an abort.
+ */
+export class HttpServer {
+  private readonly app = uWS.App();
+  private readonly router = new Router<CompiledRoute>();
+  private readonly limiter: RateLimiter;
+  private listenSocket: uWS.us_listen_socket | undefined;
+  private inFlight = 0;
+  private draining = false;
+  private drained: (() => void) | undefined;
+  port = 0;
+
+  constructor(private readonly options: HttpServerOptions) {
+    this.limiter = new RateLimiter(options.rateLimitPerMinute);
+    this.app.any('/*', (res, req) => this.onRequest(res, req));
+  }
+
+  addRoutes(routes: Route[]): void {
+    for (const route of routes) {
+      const paramNames = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+      this.router.add(route.method, route.path, {
+        route,
+        validateBody: route.body ? compileValidator(route.body.schema) : undefined,
+        paramNames,
+        metricRoute: route.path,
+      });
+    }
+  }
+
+  listen(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.app.listen(this.options.host, this.options.port, (socket) => {
+        if (!socket) return reject(new Error(`cannot listen on ${this.options.host}:${this.options.port}`));
+        this.listenSocket = socket;
+        this.port = uWS.us_socket_local_port(socket);
+        resolve(this.port);
+      });
+    });
+  }
+
+  /** Stops accepting, lets in-flight requests finish (up to `timeoutMs`), then closes. */
+  async stop(timeoutMs = 8000): Promise<void> {
+    this.draining = true;
+    if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket);
+    this.listenSocket = undefined;
+    if (this.inFlight > 0) {
+      await new Promise<void>((resolve) => {
+        this.drained = resolve;
+        setTimeout(resolve, timeoutMs).unref();
+      });
+    }
+    (this.app as unknown as { close?: () => void }).close?.();
+  }
+
+  private onRequest(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
+    const started = performance.now();
+    const method = req.getCaseSensitiveMethod();
+    const path = req.getUrl();
+    const rawQuery = req.getQuery() ?? '';
+    const requestId = req.getHeader('x-request-id') || nextUlid();
+    const authorization = req.getHeader('authorization');
+    const hasApiKeyHeader = req.getHeader('x-api-key') !== '';
+    const contentType = req.getHeader('content-type');
+    const contentLength = req.getHeader('content-length');
+
+    const p: Pending = { res, aborted: false, done: false, method, path, requestId, rate: undefined, started, route: 'unmatched' };
+    res.onAborted(() => {
+      p.aborted = true;
+      this.finish(p, 499);
+    });
+    this.inFlight++;
+
+    if (this.draining) return this.fail(p, new ApiError('service_unavailable', 'The server is shutting down'), true);
+
+    const match = this.router.match(path);
+    if (match === undefined) return this.fail(p, ApiError.notFound(`No resource at ${path}`));
+    const isHead = method === 'HEAD';
+    const compiled = match.handlers.get((isHead ? 'GET' : method) as Method);
+    if (compiled === undefined) {
+
+      const allow: string[] = [...match.handlers.keys()];
+      if (allow.includes('GET')) allow.splice(allow.indexOf('GET') + 1, 0, 'HEAD');
+      const allowText = allow.join(', ');
+      return this.fail(p, new ApiError('method_not_allowed', `Method ${method} is not allowed; allowed methods: ${allowText}`, { headers: { Allow: allowText } }));
+    }
+    p.route = compiled.metricRoute;
+    const route = compiled.route;
+
+    let body: Promise<Buffer> | undefined;
+    if (route.body !== undefined) {
+      const declared = contentLength === '' ? undefined : Number(contentLength);
+      if (declared !== undefined && declared > MAX_BODY_BYTES) return this.fail(p, tooLarge(), true);
+      body = this.readBody(p);
+    }
+
+    let principal: Principal | undefined;
+    try {
+      if (route.scopes !== undefined) {
+        const token = Authenticator.bearerToken(authorization, hasApiKeyHeader);
+        principal = this.options.authenticator.cached(token, Date.now());
+        if (principal === undefined) {
+          const verifying = this.options.authenticator.verify(token);
+          void this.continueAsync(p, compiled, verifying, rawQuery, contentType, body, isHead, match.params);
+          return;
+        }
+      }
+    } catch (err) {
+      return this.fail(p, err);
+    }
+    void this.run(p, compiled, principal, rawQuery, contentType, body, isHead, match.params);
+  }
+
+  private async continueAsync(
+    p: Pending,
+    compiled: CompiledRoute,
+    verifying: Promise<Principal>,
+    rawQuery: string,
+    contentType: string,
+    body: Promise<Buffer> | undefined,
+    isHead: boolean,
+    params: Record<string, string>,
+  ): Promise<void> {
+    let principal: Principal;
+    try {
+      principal = await verifying;
+    } catch (err) {
+      return this.fail(p, err);
+    }
+    return this.run(p, compiled, principal, rawQuery, contentType, body, isHead, params);
+  }
+
+  private async run(
+    p: Pending,
+    compiled: CompiledRoute,
+    principal: Principal | undefined,
+    rawQuery: string,
+    contentType: string,
+    bodyPromise: Promise<Buffer> | undefined,
+    isHead: boolean,
+    rawParams: Record<string, string>,
+  ): Promise<void> {
+    const route = compiled.route;
+    try {
+      if (p.path.startsWith('/api/')) {
+        p.rate = this.limiter.take(principal ? principal.apiKeyId : `ip:${remoteAddress(p.res)}`, Date.now());
+        if (!p.rate.allowed) {
+          throw new ApiError('rate_limited', `Rate limit of ${p.rate.limit} requests per minute exceeded; retry after ${p.rate.resetSeconds} seconds`, {
+            headers: { 'Retry-After': String(p.rate.resetSeconds) },
+          });
+        }
+      }
+      if (principal !== undefined && route.scopes !== undefined) {
+        const missing = route.scopes.filter((s) => !principal.scopes.has(s));
+        if (missing.length > 0) throw new ApiError('forbidden', `This API key lacks the required scope: ${missing.join(', ')}`);
+      }
+      let shard: Shard | Promise<Shard> | undefined;
+      if (principal !== undefined && route.orgScoped !== false) {
+        shard = this.options.shards.forOrg(principal.orgId);
+        if (shard === undefined) throw unauthorized(authDetails.invalid);
+      }
+      const errors: FieldError[] = [];
+      const params: Record<string, number> = {};
+      for (const name of compiled.paramNames) params[name] = parsePathId(name, rawParams[name], errors);
+      const query = parseQuery(rawQuery, route.query ?? {}, errors);
+      let body: Record<string, unknown> = {};
+      if (route.body !== undefined && bodyPromise !== undefined) {
+        const mediaType = contentType.split(';')[0].trim().toLowerCase();
+        if (mediaType !== route.body.contentType) {
+          throw new ApiError(
+            'unsupported_media_type',
+            route.method === 'PATCH'
+              ? 'Content-Type must be application/merge-patch+json on PATCH operations'
+              : 'Content-Type must be application/json',
+          );
+        }
+        const raw = await bodyPromise;
+        body = parseJsonObject(raw, route.method === 'PATCH');
+        errors.push(...compiled.validateBody!(body));
+        if (route.body.check) errors.push(...route.body.check(body));
+      }
+      if (errors.length > 0) throw ApiError.validation(errors);
+      const ctx: RequestContext = {
+        requestId: p.requestId,
+        method: route.method,
+        path: p.path,
+        params,
+        query,
+        body,
+        principal: principal as Principal,
+        shard: (shard instanceof Promise ? await shard : shard) as Shard,
+      };
+      let reply = route.handler(ctx);
+      if (reply instanceof Promise) reply = await reply;
+      this.send(p, reply, isHead);
+    } catch (err) {
+      this.fail(p, err);
+    }
+  }
+
+  private readBody(p: Pending): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      p.res.onData((chunk, isLast) => {
+        if (p.done) return;
+        size += chunk.byteLength;
+        if (size > MAX_BODY_BYTES) {
+          reject(tooLarge());
+          this.fail(p, tooLarge(), true);
+          return;
+        }
+        // uWS neuters the chunk when this callback returns: copy it.
+        chunks.push(Buffer.from(new Uint8Array(chunk)));
+        if (isLast) resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+      });
+    });
+  }
+
+  private fail(p: Pending, err: unknown, closeConnection = false): void {
+    const apiError = asApiError(err);
+    if (apiError.status === 500) {
+      this.options.logger.error({ request_id: p.requestId, err, method: p.method, path: p.path }, 'unhandled error');
+    }
+    this.send(
+      p,
+      { status: apiError.status, body: errorEnvelope(apiError, p.path, p.requestId), headers: apiError.headers },
+      p.method === 'HEAD',
+      closeConnection,
+    );
+  }
+
+  private send(p: Pending, reply: Reply, isHead: boolean, closeConnection = false): void {
+    if (p.aborted || p.done) return;
+    p.done = true;
+    // Every public-surface response carries the rate-limit headers; before authentication the client address is the key.
+    if (p.rate === undefined && p.path.startsWith('/api/')) p.rate = this.limiter.take(`ip:${remoteAddress(p.res)}`, Date.now());
+    const text = reply.text ?? (reply.body === undefined ? undefined : JSON.stringify(reply.body));
+    const res = p.res;
+    res.cork(() => {
+      res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
+      res.writeHeader('X-Request-ID', p.requestId);
+      if (p.rate !== undefined) {
+        res.writeHeader('X-RateLimit-Limit', String(p.rate.limit));
+        res.writeHeader('X-RateLimit-Remaining', String(p.rate.remaining));
+        res.writeHeader('X-RateLimit-Reset', String(p.rate.resetSeconds));
+      }
+      if (reply.headers !== undefined) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]);
+      if (text === undefined) {
+        res.endWithoutBody(undefined, closeConnection);
+      } else {
+        res.writeHeader('Content-Type', reply.contentType ?? 'application/json');
+        if (isHead) res.endWithoutBody(Buffer.byteLength(text), closeConnection);
+        else res.end(text, closeConnection);
+      }
+    });
+    this.finish(p, reply.status);
+  }
+
+  private finish(p: Pending, status: number): void {
+    if (p.started < 0) return;
+    const seconds = (performance.now() - p.started) / 1000;
+    p.started = -1;
+    this.inFlight--;
+    const { metrics, logger } = this.options;
+    metrics.inc('http_requests_total', 'HTTP requests by route, method and status', { route: p.route, method: p.method, status });
+    metrics.observe('http_request_duration_seconds', 'HTTP request latency by route, method and status', { route: p.route, method: p.method, status }, seconds);
+    if (logger.isLevelEnabled('info')) {
+      logger.info(
+        { request_id: p.requestId, method: p.method, route: p.route, path: p.path, status, duration_ms: Math.round(seconds * 1e6) / 1e3 },
+        'request',
+      );
+    }
+    if (this.draining && this.inFlight === 0) this.drained?.();
+  }
+}
+
+function tooLarge(): ApiError {
+  return new ApiError('payload_too_large', `Request body exceeds the ${MAX_BODY_BYTES} byte limit`);
+}
+
+function remoteAddress(res: uWS.HttpResponse): string {
+  return Buffer.from(res.getRemoteAddressAsText()).toString();
+}
+
+/** Decodes a body as UTF-8 JSON whose top level is an object, else the bad_request of interface 7.1. */
+function parseJsonObject(raw: Buffer, isPatch: boolean): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(utf8.decode(raw));
+  } catch {
+    throw new ApiError('bad_request', 'Request body is not valid JSON');
+  }
+  if (value === null && isPatch) throw new ApiError('bad_request', 'Request body must be a JSON object (RFC 7396)');
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ApiError('bad_request', 'Request body could not be decoded as the expected type');
+  }
+  return value as Record<string, unknown>;
+}

@@ -1,0 +1,148 @@
+import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
+
+const Ajv = AjvModule.default;
+import type { TSchema } from '@sinclair/typebox';
+import { fieldError, type FieldError } from '../errors/catalog.js';
+import { parseTimestamp, timestampMessages } from './timestamps.js';
+
+/**
+ * Body validation: TypeBox schemas compiled by ajv (allErrors), every ajv failure mapped once to a
+ * fields[] entry. Custom keywords carry the trackd rules that JSON Schema cannot say:
+ * - `x-timestamp: 'nullable' | 'required'`: RFC 3339 text, not a sentinel instant;
+ * - `x-pattern-message`: the message used when `pattern` fails;
+ * - `x-int64`: an integer that must fit int64 (overflow is invalid_value, not too_large).
+ */
+const ajv = new Ajv({ allErrors: true, strict: false, verbose: true, ownProperties: true });
+
+const INT64_MAX = 9223372036854775807;
+
+ajv.addKeyword({
+  keyword: 'x-timestamp',
+  type: 'string',
+  errors: true,
+  validate: function validateTimestamp(mode: string, data: string, _parent: unknown, ctx?: { instancePath: string }) {
+    const field = pathToField(ctx?.instancePath ?? '');
+    const parsed = parseTimestamp(data);
+    let message: string | undefined;
+    if (parsed === undefined) message = timestampMessages.invalid(field);
+    else if (parsed.sentinel)
+      message = mode === 'nullable' ? timestampMessages.sentinelNullable(field, data) : timestampMessages.sentinelRequired(field, data);
+    if (message === undefined) return true;
+    (validateTimestamp as unknown as { errors: Partial<ErrorObject>[] }).errors = [{ keyword: 'x-timestamp', message, params: {} }];
+    return false;
+  },
+});
+ajv.addKeyword({ keyword: 'x-pattern-message', schemaType: 'string' });
+ajv.addKeyword({ keyword: 'x-extensible-enum' });
+ajv.addKeyword({ keyword: 'x-allowed-values' });
+ajv.addKeyword({
+  keyword: 'x-int64',
+  type: 'number',
+  errors: true,
+  validate: function validateInt64(_s: unknown, data: number) {
+    if (Math.abs(data) <= INT64_MAX) return true;
+    (validateInt64 as unknown as { errors: Partial<ErrorObject>[] }).errors = [{ keyword: 'x-int64', message: 'overflow', params: {} }];
+    return false;
+  },
+});
+
+/** `/tags/0/value` becomes `tags[0].value`. */
+export function pathToField(instancePath: string, leaf?: string): string {
+  let out = '';
+  for (const part of instancePath.split('/').slice(1)) {
+    const key = part.replace(/~1/g, '/').replace(/~0/g, '~');
+    out += /^\d+$/.test(key) ? `[${key}]` : out === '' ? key : `.${key}`;
+  }
+  if (leaf !== undefined) out += out === '' ? leaf : `.${leaf}`;
+  return out;
+}
+
+export function jsonTypeOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value === 'object' ? 'object' : typeof value;
+}
+
+function expectedTypeName(type: unknown): string {
+  const t = Array.isArray(type) ? type.find((x) => x !== 'null') : type;
+  return t === 'integer' ? 'number' : String(t);
+}
+
+function toFieldError(e: ErrorObject): FieldError | undefined {
+  const parent = (e.parentSchema ?? {}) as Record<string, unknown>;
+  switch (e.keyword) {
+    case 'required': {
+      const field = pathToField(e.instancePath, (e.params as { missingProperty: string }).missingProperty);
+      return fieldError(field, 'required', `${field} is required`);
+    }
+    case 'additionalProperties': {
+      const field = pathToField(e.instancePath, (e.params as { additionalProperty: string }).additionalProperty);
+      return fieldError(field, 'unknown_field', `${field} is not a recognized field`);
+    }
+    default:
+      break;
+  }
+  const field = pathToField(e.instancePath) || 'body';
+  switch (e.keyword) {
+    case 'type': {
+      const received = jsonTypeOf(e.data);
+      const expected = expectedTypeName(e.schema);
+      if (received === 'null') return fieldError(field, 'invalid_value', `${field} must not be null`, { expected_type: expected, received_type: received });
+      if (e.schema === 'integer' && received === 'number')
+        return fieldError(field, 'invalid_value', `${field} must be an integer`, { expected_type: 'number', received_type: received });
+      return fieldError(field, 'invalid_value', `${field} must be of type ${expected}, got ${received}`, {
+        expected_type: expected,
+        received_type: received,
+      });
+    }
+    case 'minLength':
+      return fieldError(field, 'too_short', `${field} must be at least ${e.schema} characters long`, { min_length: e.schema });
+    case 'maxLength':
+      return fieldError(field, 'too_long', `${field} must be at most ${e.schema} characters long`, { max_length: e.schema });
+    case 'minItems':
+      return fieldError(field, 'too_short', `${field} must have at least ${e.schema} items`, { min_items: e.schema });
+    case 'maxItems':
+      return fieldError(field, 'too_long', `${field} must have at most ${e.schema} items`, { max_items: e.schema });
+    case 'minimum':
+      return fieldError(field, 'too_small', `${field} must be at least ${e.schema}`, { min: e.schema });
+    case 'maximum':
+      return fieldError(field, 'too_large', `${field} must be at most ${e.schema}`, { max: e.schema });
+    case 'x-int64':
+      return fieldError(field, 'invalid_value', `${field} is outside the 64-bit integer range`);
+    case 'pattern':
+      return fieldError(field, 'invalid_value', `${field} ${(parent['x-pattern-message'] as string | undefined) ?? 'has an invalid format'}`, {
+        pattern: e.schema,
+      });
+    case 'enum': {
+      const allowed = e.schema as unknown[];
+      return fieldError(field, 'invalid_value', `${field} must be one of: ${allowed.join(', ')}`, { allowed_values: allowed });
+    }
+    case 'const':
+      return fieldError(field, 'invalid_value', `${field} must be ${JSON.stringify(e.schema)}`, { allowed_values: [e.schema] });
+    case 'x-timestamp':
+      return fieldError(field, 'invalid_value', e.message ?? `${field} is invalid`);
+    default:
+      return fieldError(field, 'invalid_value', `${field} ${e.message ?? 'is invalid'}`);
+  }
+}
+
+export type BodyValidator = (body: unknown) => FieldError[];
+
+/** Compiles a TypeBox schema once; the returned function maps every failure to fields[] entries. */
+export function compileValidator(schema: TSchema): BodyValidator {
+  const validate: ValidateFunction = ajv.compile(schema);
+  return (body: unknown) => {
+    if (validate(body)) return [];
+    const out: FieldError[] = [];
+    const seen = new Set<string>();
+    for (const e of validate.errors ?? []) {
+      const fe = toFieldError(e);
+      if (fe === undefined) continue;
+      const key = `${fe.field}\u0000${fe.code}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      out.push(fe);
+    }
+    return out;
+  };
+}

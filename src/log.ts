@@ -1,0 +1,12 @@
+import pino, { type Logger } from 'pino';
+
+export type { Logger };
+
+export function createLogger(level: string): Logger {
+  return pino({
+    level,
+    base: { service: 'trackd' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    redact: { paths: ['authorization', 'token', '*.authorization', '*.token'], censor: '[redacted]' },
+  });
+}

@@ -1,0 +1,182 @@
+import type { TSchema } from '@sinclair/typebox';
+import { ERROR_TYPES } from '../errors/catalog.js';
+import type { Route } from '../http/route.js';
+import type { QueryParam } from '../http/query.js';
+import { ID_MAX } from '../http/query.js';
+
+type Json = Record<string, unknown>;
+
+/** TypeBox schema to an OpenAPI 3.0 schema: plain JSON, custom keywords turned into their 3.0 form. */
+export function toOpenApiSchema(schema: TSchema | Json): Json {
+  const walk = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(walk);
+    if (node === null || typeof node !== 'object') return node;
+    const out: Json = {};
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$id' || key === 'x-int64') continue;
+      if (key === 'x-timestamp') {
+        out.format = 'date-time';
+        continue;
+      }
+      out[key] = walk(value);
+    }
+    return out;
+  };
+  return walk(JSON.parse(JSON.stringify(schema))) as Json;
+}
+
+const errorEnvelopeSchema: Json = {
+  type: 'object',
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'object',
+      required: ['type', 'title', 'status', 'detail', 'instance', 'request_id'],
+      properties: {
+        type: { type: 'string', enum: Object.keys(ERROR_TYPES), 'x-extensible-enum': true },
+        title: { type: 'string' },
+        status: { type: 'integer' },
+        detail: { type: 'string' },
+        instance: { type: 'string' },
+        request_id: { type: 'string', description: 'ULID equal to the X-Request-ID response header' },
+        fields: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['field', 'code', 'message'],
+            properties: {
+              field: { type: 'string' },
+              code: {
+                type: 'string',
+                enum: ['required', 'invalid_value', 'unknown_field', 'invalid_context', 'too_short', 'too_long', 'too_small', 'too_large', 'fk_not_found', 'ambiguous_fields', 'read_only'],
+                'x-extensible-enum': true,
+              },
+              message: { type: 'string' },
+              params: { type: 'object', additionalProperties: true },
+            },
+          },
+        },
+      },
+    },
+  },
+};
+
+function queryParamSchema(p: QueryParam): Json {
+  switch (p.kind) {
+    case 'integer':
+      return { type: 'integer', format: 'int64', minimum: p.min, maximum: p.max, default: p.default };
+    case 'id':
+      return p.repeatable ? { type: 'array', items: { type: 'integer', format: 'int64', minimum: 1, maximum: ID_MAX } } : { type: 'integer', format: 'int64', minimum: 1, maximum: ID_MAX };
+    case 'boolean':
+      return p.default === undefined ? { type: 'boolean' } : { type: 'boolean', default: p.default };
+    case 'external_key': {
+      const key = { type: 'string', minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9-]+$' };
+      return p.repeatable ? { type: 'array', items: key } : key;
+    }
+    case 'timestamp':
+      return { type: 'string', format: 'date-time' };
+    case 'sort':
+      return { type: 'string', default: p.default };
+    case 'q':
+      return { type: 'string' };
+    case 'reject':
+      return {};
+  }
+}
+
+const RATE_HEADERS: Json = {
+  'X-Request-ID': { description: 'Correlation id (ULID, or the client-supplied value echoed)', schema: { type: 'string' } },
+  'X-RateLimit-Limit': { description: 'Requests allowed per window', schema: { type: 'integer' } },
+  'X-RateLimit-Remaining': { description: 'Requests left in the current window', schema: { type: 'integer' } },
+  'X-RateLimit-Reset': { description: 'Seconds until the current window ends', schema: { type: 'integer' } },
+};
+
+const ERROR_RESPONSES: Record<string, string> = {
+  400: 'validation_error or bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'missing_org_context',
+  429: 'rate_limited',
+  500: 'internal_error',
+};
+
+function errorStatusesFor(route: Route): number[] {
+  const statuses = [400, 401, 429, 500];
+  if ((route.scopes?.length ?? 0) > 0) statuses.push(403);
+  if (route.path.includes('{')) statuses.push(404);
+  if (route.body) statuses.push(413, 415);
+  if (route.method !== 'GET' && route.path.includes('{') || route.method === 'POST') statuses.push(409);
+  if (route.path === '/api/v1/orgs/me') statuses.push(422);
+  return [...new Set(statuses)].sort();
+}
+
+/** The OpenAPI 3.0.3 document of every documented route: the single source is the route table. */
+export function buildOpenApiDocument(routes: Route[]): Json {
+  const paths: Record<string, Record<string, Json>> = {};
+  for (const route of routes) {
+    if (route.undocumented) continue;
+    const parameters: Json[] = [];
+    for (const m of route.path.matchAll(/\{(\w+)\}/g)) {
+      parameters.push({ name: m[1], in: 'path', required: true, schema: { type: 'integer', format: 'int64', minimum: 1, maximum: ID_MAX } });
+    }
+    for (const [name, p] of Object.entries(route.query ?? {})) {
+      if (p.kind === 'reject') continue;
+      const schema = queryParamSchema(p);
+      const param: Json = { name, in: 'query', required: false, schema };
+      if (p.description) param.description = p.description;
+      if (schema.type === 'array') {
+        param.style = 'form';
+        param.explode = true;
+      }
+      parameters.push(param);
+    }
+    const responses: Record<string, Json> = {};
+    for (const [status, spec] of Object.entries(route.responses)) {
+      const r: Json = { description: spec.description, headers: { ...RATE_HEADERS } };
+      if (spec.headers) {
+        for (const [h, def] of Object.entries(spec.headers)) (r.headers as Json)[h] = { description: def.description, schema: toOpenApiSchema(def.schema) };
+      }
+      if (spec.schema) r.content = { 'application/json': { schema: toOpenApiSchema(spec.schema) } };
+      responses[status] = r;
+    }
+    for (const status of errorStatusesFor(route)) {
+      responses[String(status)] ??= {
+        description: ERROR_RESPONSES[status],
+        headers: { ...RATE_HEADERS },
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+      };
+    }
+    const op: Json = {
+      operationId: route.operationId,
+      summary: route.summary,
+      tags: [route.tag],
+      security: [{ BearerAuth: [] }],
+      'x-required-scopes': route.scopes ?? [],
+      parameters,
+      responses,
+    };
+    if (route.body) {
+      op.requestBody = { required: true, content: { [route.body.contentType]: { schema: toOpenApiSchema(route.body.schema) } } };
+    }
+    (paths[route.path] ??= {})[route.method.toLowerCase()] = op;
+  }
+  return {
+    openapi: '3.0.3',
+    info: {
+      title: 'trackd: asset and location tracking API',
+      version: '1.0.0',
+      description: 'Master data (assets, locations, tags) read-write; scan-derived location and history read-only.',
+    },
+    servers: [{ url: '/' }],
+    tags: [...new Set(routes.filter((r) => !r.undocumented).map((r) => r.tag))].map((name) => ({ name })),
+    paths,
+    components: {
+      securitySchemes: { BearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+      schemas: { ErrorEnvelope: errorEnvelopeSchema },
+    },
+  };
+}

@@ -1,0 +1,42 @@
+import YAML from 'yaml';
+import { buildOpenApiDocument } from '../openapi/document.js';
+import type { Route } from '../http/route.js';
+import type { Services } from '../services.js';
+
+const ops = (path: string, operationId: string, handler: Route['handler']): Route => ({
+  method: 'GET',
+  path,
+  operationId,
+  summary: operationId,
+  tag: 'Operations',
+  undocumented: true,
+  responses: {},
+  handler,
+});
+
+/** Health, readiness, metrics and the OpenAPI documents (built once from the final route table). */
+export function opsRoutes(services: Services, apiRoutes: () => Route[]): Route[] {
+  let json: string | undefined;
+  let yaml: string | undefined;
+  const document = () => {
+    if (json === undefined) {
+      const doc = buildOpenApiDocument(apiRoutes());
+      json = JSON.stringify(doc);
+      yaml = YAML.stringify(doc);
+    }
+    return { json, yaml: yaml as string };
+  };
+  const redirect = (to: string): Route['handler'] => () => ({ status: 301, headers: { Location: to } });
+  return [
+    ops('/healthz', 'healthz', () => ({ status: 200, body: { status: 'ok' } })),
+    ops('/readyz', 'readyz', () => {
+      const { storage, consumer } = services.readiness;
+      return { status: storage && consumer ? 200 : 503, body: { status: storage && consumer ? 'ready' : 'not_ready', storage, consumer } };
+    }),
+    ops('/metrics', 'metrics', () => ({ status: 200, text: services.metrics.render(), contentType: 'text/plain; version=0.0.4; charset=utf-8' })),
+    ops('/api/openapi.json', 'openapiJson', () => ({ status: 200, text: document().json, contentType: 'application/json' })),
+    ops('/api/openapi.yaml', 'openapiYaml', () => ({ status: 200, text: document().yaml, contentType: 'application/yaml' })),
+    ops('/openapi.json', 'openapiJsonRedirect', redirect('/api/openapi.json')),
+    ops('/openapi.yaml', 'openapiYamlRedirect', redirect('/api/openapi.yaml')),
+  ];
+}

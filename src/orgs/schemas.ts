@@ -1,0 +1,12 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+export const OrganizationView = Type.Object(
+  {
+    id: Type.Integer({ format: 'int64' }),
+    name: Type.String(),
+    scopes: Type.Array(Type.String()),
+    api_key_id: Type.String({ format: 'uuid' }),
+  },
+  { $id: 'Organization', additionalProperties: false },
+);
+export type OrganizationView = Static<typeof OrganizationView>;

@@ -1,0 +1,16 @@
+import type { Config } from './config.js';
+import type { ControlPlane } from './control/controlPlane.js';
+import type { Logger } from './log.js';
+import type { Metrics } from './ops/metrics.js';
+import type { ShardRegistry } from './shards/registry.js';
+
+/** What feature modules are built from. */
+export interface Services {
+  config: Config;
+  logger: Logger;
+  metrics: Metrics;
+  control: ControlPlane;
+  shards: ShardRegistry;
+  /** Readiness inputs for /readyz: each part sets its own flag. */
+  readiness: { storage: boolean; consumer: boolean };
+}

@@ -1,0 +1,67 @@
+import type { ControlPlane } from '../control/controlPlane.js';
+import { Shard } from './shard.js';
+
+/**
+ * Maps organizations to their shard (the mapping recorded in the control plane at org creation)
+ * and opens each shard once; concurrent first calls share the opening promise.
+ */
+export class ShardRegistry {
+  private readonly shards = new Map<number, Shard>();
+  private readonly opening = new Map<number, Promise<Shard>>();
+  private readonly orgShard = new Map<number, number>();
+
+  constructor(
+    private readonly dataDir: string,
+    private readonly control: ControlPlane,
+  ) {}
+
+  /** Opens shards 0..count-1 and every shard an existing org is recorded on. */
+  async openAll(count: number): Promise<void> {
+    const indexes = new Set<number>();
+    for (let i = 0; i < count; i++) indexes.add(i);
+    for (const org of this.control.listOrgs()) indexes.add(org.shard);
+    await Promise.all([...indexes].map((i) => this.open(i)));
+  }
+
+  open(index: number): Promise<Shard> {
+    const ready = this.shards.get(index);
+    if (ready) return Promise.resolve(ready);
+    let pending = this.opening.get(index);
+    if (pending === undefined) {
+      pending = Shard.open(this.dataDir, index, this.control).then((shard) => {
+        this.shards.set(index, shard);
+        this.opening.delete(index);
+        return shard;
+      });
+      this.opening.set(index, pending);
+    }
+    return pending;
+  }
+
+  /** The shard index of an organization, or undefined when the organization does not exist. */
+  shardIndexOf(orgId: number): number | undefined {
+    let index = this.orgShard.get(orgId);
+    if (index === undefined) {
+      index = this.control.getOrg(orgId)?.shard;
+      if (index !== undefined) this.orgShard.set(orgId, index);
+    }
+    return index;
+  }
+
+  /** The org's shard: synchronously when open, else a promise. Undefined when the org does not exist. */
+  forOrg(orgId: number): Shard | Promise<Shard> | undefined {
+    const index = this.shardIndexOf(orgId);
+    if (index === undefined) return undefined;
+    return this.shards.get(index) ?? this.open(index);
+  }
+
+  all(): Shard[] {
+    return [...this.shards.values()];
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.opening.values()]);
+    await Promise.all(this.all().map((s) => s.close()));
+    this.shards.clear();
+  }
+}

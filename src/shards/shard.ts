@@ -1,0 +1,74 @@
+import path from 'node:path';
+import { shardMigrations } from '../../migrations/shard/index.js';
+import type { ControlPlane } from '../control/controlPlane.js';
+import { migrate, openDatabase, StatementCache, type Db } from '../storage/sqlite.js';
+
+export type IdEntity = 'asset' | 'location' | 'tag' | 'history';
+
+/**
+ * An organization shard: an actor that owns one SQLite file and is its only writer.
+ *
+ * Writes go through `write()`, the shard's mailbox: commands run one at a time, in arrival order,
+ * each against the writer connection. Reads run on `reader`, a read-only connection beside the
+ * writer, synchronously on the caller's thread: WAL lets it read committed state while the writer
+ * works, and keeping the hot reads off the mailbox saves a hop per request (measured by the bench).
+ * Because commands and reads only meet through SQLite, the shard can move to a worker thread or
+ * another machine (mailbox over NATS) without changing its callers.
+ */
+export class Shard {
+  private readonly ids = new Map<IdEntity, { next: number; end: number }>();
+  private readonly locals = new Map<string, unknown>();
+  private tail: Promise<unknown> = Promise.resolve();
+  readonly readerStatements: StatementCache;
+
+  private constructor(
+    readonly index: number,
+    readonly writer: Db,
+    readonly reader: Db,
+    private readonly control: ControlPlane,
+  ) {
+    this.readerStatements = new StatementCache(reader);
+  }
+
+  static async open(dataDir: string, index: number, control: ControlPlane): Promise<Shard> {
+    const file = path.join(dataDir, 'shards', `shard-${index}.sqlite`);
+    await migrate(file, shardMigrations);
+    const writer = openDatabase(file);
+    const reader = openDatabase(file, { readonly: true });
+    return new Shard(index, writer, reader, control);
+  }
+
+  /** Enqueues a command in the mailbox; it runs after every command sent before it. */
+  write<T>(command: (db: Db) => T): Promise<T> {
+    const run = this.tail.then(() => command(this.writer));
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Next id for an entity type, from a block reserved in the control plane. Writer side only. */
+  nextId(entity: IdEntity): number {
+    let block = this.ids.get(entity);
+    if (block === undefined || block.next >= block.end) {
+      const reserved = this.control.reserveIds(entity);
+      block = { next: reserved.start, end: reserved.end };
+      this.ids.set(entity, block);
+    }
+    return block.next++;
+  }
+
+  /** Per-shard state of a feature (prepared statements, caches), created once on first use. */
+  local<T>(key: string, create: (shard: Shard) => T): T {
+    let value = this.locals.get(key) as T | undefined;
+    if (value === undefined) {
+      value = create(this);
+      this.locals.set(key, value);
+    }
+    return value;
+  }
+
+  async close(): Promise<void> {
+    await this.tail;
+    this.reader.close();
+    this.writer.close();
+  }
+}

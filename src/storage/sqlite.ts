@@ -1,0 +1,65 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import knexFactory, { type Knex } from 'knex';
+
+export type Db = Database.Database;
+
+export interface Migration {
+  name: string;
+  up(knex: Knex): Promise<void>;
+  down?(knex: Knex): Promise<void>;
+}
+
+/** Opens a SQLite file with the pragmas every trackd database uses (WAL, NORMAL sync, busy wait). */
+export function openDatabase(file: string, options: { readonly?: boolean } = {}): Db {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const db = new Database(file, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+  db.pragma('busy_timeout = 5000');
+  if (!options.readonly) {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+  }
+  db.pragma('cache_size = -65536');
+  db.pragma('temp_store = MEMORY');
+  db.pragma('mmap_size = 268435456');
+  return db;
+}
+
+/** Applies knex migrations from a fixed list (compiled modules, no directory scanning). */
+export async function migrate(file: string, migrations: Migration[]): Promise<void> {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const knex = knexFactory({ client: 'better-sqlite3', connection: { filename: file }, useNullAsDefault: true });
+  try {
+    await knex.raw('PRAGMA journal_mode = WAL');
+    await knex.migrate.latest({
+      migrationSource: {
+        getMigrations: async () => migrations,
+        getMigrationName: (m: Migration) => m.name,
+        getMigration: async (m: Migration) => ({ up: m.up, down: m.down ?? (async () => undefined) }),
+      },
+    });
+  } finally {
+    await knex.destroy();
+  }
+}
+
+/** A knex instance used only to build SQL text; statements run through better-sqlite3. */
+export const sqlBuilder: Knex = knexFactory({ client: 'better-sqlite3', useNullAsDefault: true });
+
+/** Caches prepared statements by SQL text, so knex-built dynamic queries are prepared once. */
+export class StatementCache {
+  private readonly cache = new Map<string, Database.Statement>();
+  constructor(private readonly db: Db, private readonly max = 512) {}
+
+  get(sql: string): Database.Statement {
+    let stmt = this.cache.get(sql);
+    if (stmt === undefined) {
+      stmt = this.db.prepare(sql);
+      if (this.cache.size >= this.max) this.cache.delete(this.cache.keys().next().value as string);
+      this.cache.set(sql, stmt);
+    }
+    return stmt;
+  }
+}

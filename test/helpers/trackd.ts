@@ -1,0 +1,202 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startNatsServer, type NatsServerProcess } from '../../src/nats/embedded.js';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+export const BIN = path.join(ROOT, 'bin', 'trackd.js');
+
+/** The subset of tap's Test the helpers need (teardown registration). */
+export interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+export function tempDir(prefix = 'trackd-test-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** A real nats-server with JetStream on a free port and a temp store, stopped at teardown. */
+export async function startNats(t: Teardown, options: { mqtt?: boolean } = {}): Promise<NatsServerProcess> {
+  const dir = tempDir('trackd-nats-');
+  const server = await startNatsServer({ storeDir: dir, mqttPort: options.mqtt ? 0 : undefined, serverName: `test-${path.basename(dir)}` });
+  t.teardown(async () => {
+    await server.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return server;
+}
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** Parsed JSON body (undefined when empty or not JSON). */
+  json: any;
+}
+
+export interface RequestOptions {
+  token?: string;
+  headers?: Record<string, string>;
+  /** Serialized with JSON.stringify unless a string or Buffer. */
+  body?: unknown;
+  contentType?: string | null;
+}
+
+export interface Trackd {
+  port: number;
+  baseUrl: string;
+  dataDir: string;
+  natsUrl: string;
+  env: Record<string, string>;
+  process: ChildProcess;
+  /** Every log line the server printed so far, parsed. */
+  logs(): any[];
+  request(method: string, urlPath: string, options?: RequestOptions): Promise<HttpResult>;
+  /** Runs the CLI against this server's DATA_DIR; returns parsed stdout or throws with stderr. */
+  cli(args: string[], extraEnv?: Record<string, string>): any;
+  cliRaw(args: string[], extraEnv?: Record<string, string>): { status: number | null; stdout: string; stderr: string };
+  createOrg(name?: string): { id: number; name: string };
+  createKey(orgId: number, scopes?: string[], extra?: string[]): { api_key_id: string; token: string };
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  restart(): Promise<void>;
+}
+
+export const ALL_SCOPES = ['assets:read', 'assets:write', 'locations:read', 'locations:write', 'tracking:read'];
+
+export interface StartOptions {
+  env?: Record<string, string>;
+  /** An existing NATS URL; default: a fresh nats-server for this trackd. 'embedded' leaves NATS_URL unset. */
+  natsUrl?: string | 'embedded';
+  dataDir?: string;
+}
+
+async function launch(env: Record<string, string>): Promise<{ child: ChildProcess; port: number; lines: string[] }> {
+  const child = spawn(process.execPath, [BIN, 'serve'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const port = await new Promise<number>((resolve, reject) => {
+    let buffer = '';
+    const timer = setTimeout(() => reject(new Error(`trackd did not start within 30s: ${stderr}`)), 30_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      buffer += d.toString();
+      let nl;
+      while ((nl = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        lines.push(line);
+        if (line.includes('"msg":"listening"')) {
+          clearTimeout(timer);
+          resolve(JSON.parse(line).port as number);
+        }
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`trackd exited with ${code} before listening: ${stderr}`));
+    });
+  });
+  return { child, port, lines };
+}
+
+/** Starts `trackd serve` as a child process on a free port with its own DATA_DIR and nats-server. */
+export async function startTrackd(t: Teardown, options: StartOptions = {}): Promise<Trackd> {
+  const dataDir = options.dataDir ?? tempDir();
+  let natsUrl = options.natsUrl;
+  if (natsUrl === undefined) natsUrl = (await startNats(t)).url;
+  const env: Record<string, string> = { PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info', SHARDS: '2', ...options.env };
+  if (natsUrl !== 'embedded') env.NATS_URL = natsUrl;
+  let { child, port, lines } = await launch(env);
+  t.teardown(async () => {
+    if (child.exitCode === null) {
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+    }
+    if (options.dataDir === undefined) fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+  const cliRaw = (args: string[], extraEnv: Record<string, string> = {}) => {
+    const r = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env, ...extraEnv }, encoding: 'utf8' });
+    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  };
+  const trackd: Trackd = {
+    get port() {
+      return port;
+    },
+    get baseUrl() {
+      return `http://127.0.0.1:${port}`;
+    },
+    dataDir,
+    natsUrl: natsUrl === 'embedded' ? fs.readFileSync(path.join(dataDir, 'nats.url'), 'utf8').trim() : natsUrl,
+    env,
+    get process() {
+      return child;
+    },
+    logs: () => lines.flatMap((l) => {
+      try {
+        return [JSON.parse(l)];
+      } catch {
+        return [];
+      }
+    }),
+    async request(method, urlPath, opts = {}) {
+      const headers: Record<string, string> = { ...opts.headers };
+      if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
+      let body: string | Buffer | undefined;
+      if (opts.body !== undefined) {
+        body = typeof opts.body === 'string' || Buffer.isBuffer(opts.body) ? opts.body : JSON.stringify(opts.body);
+        const ct = opts.contentType === undefined ? (method === 'PATCH' ? 'application/merge-patch+json' : 'application/json') : opts.contentType;
+        if (ct !== null) headers['content-type'] = ct;
+      }
+      const res = await fetch(`http://127.0.0.1:${port}${urlPath}`, { method, headers, body });
+      const text = await res.text();
+      let json: any;
+      try {
+        json = text === '' ? undefined : JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+      return { status: res.status, headers: res.headers, text, json };
+    },
+    cliRaw,
+    cli(args, extraEnv) {
+      const r = cliRaw(args, extraEnv);
+      if (r.status !== 0) throw new Error(`trackd ${args.join(' ')} failed (${r.status}): ${r.stderr}`);
+      return JSON.parse(r.stdout);
+    },
+    createOrg(name = 'Test Org') {
+      return trackd.cli(['orgs', 'create', '--name', name]);
+    },
+    createKey(orgId, scopes = ALL_SCOPES, extra = []) {
+      return trackd.cli(['keys', 'create', '--org', String(orgId), '--name', 'test', '--scopes', scopes.join(','), ...extra]);
+    },
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null) return child.exitCode;
+      const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+      child.kill(signal);
+      return exited;
+    },
+    async restart() {
+      await trackd.stop();
+      ({ child, port, lines } = await launch(env));
+    },
+  };
+  return trackd;
+}
+
+/** Polls `check` until it returns a truthy value or the timeout passes. */
+export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 5000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
