@@ -15,6 +15,7 @@ import { parseTimestamp, timestampMessages } from './timestamps.js';
 const ajv = new Ajv({ allErrors: true, strict: false, verbose: true, ownProperties: true });
 
 const INT64_MAX = 9223372036854775807;
+const OVERFLOW_SUFFIX = ' is outside the 64-bit integer range';
 
 ajv.addKeyword({
   keyword: 'x-timestamp',
@@ -108,7 +109,7 @@ function toFieldError(e: ErrorObject): FieldError | undefined {
     case 'maximum':
       return fieldError(field, 'too_large', `${field} must be at most ${e.schema}`, { max: e.schema });
     case 'x-int64':
-      return fieldError(field, 'invalid_value', `${field} is outside the 64-bit integer range`);
+      return fieldError(field, 'invalid_value', `${field}${OVERFLOW_SUFFIX}`);
     case 'pattern':
       return fieldError(field, 'invalid_value', `${field} ${(parent['x-pattern-message'] as string | undefined) ?? 'has an invalid format'}`, {
         pattern: e.schema,
@@ -143,6 +144,8 @@ export function compileValidator(schema: TSchema): BodyValidator {
       seen.add(key);
       out.push(fe);
     }
-    return out;
+    // A value past int64 is an overflow (invalid_value), not also a bound failure.
+    const overflowed = new Set(out.filter((f) => f.code === 'invalid_value' && f.message.endsWith(OVERFLOW_SUFFIX)).map((f) => f.field));
+    return overflowed.size === 0 ? out : out.filter((f) => !(f.code === 'too_large' || f.code === 'too_small') || !overflowed.has(f.field));
   };
 }

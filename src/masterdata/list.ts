@@ -1,0 +1,49 @@
+import type { Knex } from 'knex';
+import type { SortTerm } from '../http/query.js';
+import { sqlBuilder, type StatementCache } from '../storage/sqlite.js';
+
+export interface Page<T> {
+  data: T[];
+  limit: number;
+  offset: number;
+  total_count: number;
+}
+
+/** Columns a sort field maps to (e.g. `asset_last_seen` -> `c.observed_at`). */
+export type SortColumns = Record<string, string>;
+
+/**
+ * Runs a knex-built list query through cached better-sqlite3 statements: one statement for the
+ * page (with the endpoint's sort, then `id` as the tiebreak) and one for total_count.
+ */
+export function runList<Row>(
+  statements: StatementCache,
+  base: Knex.QueryBuilder,
+  options: { sort: SortTerm[]; columns: SortColumns; idColumn: string; limit: number; offset: number; select: string[] },
+): { rows: Row[]; total: number } {
+  const counted = base.clone().clearSelect().clearOrder().count({ n: '*' }).toSQL().toNative();
+  const total = (statements.get(counted.sql).get(...(counted.bindings as unknown[])) as { n: number }).n;
+  const page = base.clone().select(options.select);
+  for (const term of options.sort) page.orderBy(options.columns[term.field], term.desc ? 'desc' : 'asc');
+  page.orderBy(options.idColumn, 'asc').limit(options.limit).offset(options.offset);
+  const native = page.toSQL().toNative();
+  const rows = statements.get(native.sql).all(...(native.bindings as unknown[])) as Row[];
+  return { rows, total };
+}
+
+/** Starts a list query over `table` as `alias`, scoped to one organization (no query can cross orgs). */
+export function orgQuery(table: string, alias: string, orgId: number): Knex.QueryBuilder {
+  return sqlBuilder(`${table} as ${alias}`).where(`${alias}.org_id`, orgId);
+}
+
+/** The default list scope: the currently-effective rule always; soft-deleted rows unless asked for. */
+export function applyLiveness(q: Knex.QueryBuilder, alias: string, now: number, includeDeleted: boolean): Knex.QueryBuilder {
+  q.where(`${alias}.valid_from`, '<=', now).andWhere((w) => w.whereNull(`${alias}.valid_to`).orWhere(`${alias}.valid_to`, '>', now));
+  if (!includeDeleted) q.whereNull(`${alias}.deleted_at`);
+  return q;
+}
+
+/** Escapes a user substring for LIKE ... ESCAPE '\\' (case-insensitive for ASCII in SQLite). */
+export function likePattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
