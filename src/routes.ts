@@ -1,10 +1,11 @@
 import type { Route } from './http/route.js';
+import { locationRoutes } from './locations/routes.js';
 import { opsRoutes } from './ops/routes.js';
 import { orgRoutes } from './orgs/routes.js';
 import type { Services } from './services.js';
 
 /** Every route of the service; each feature contributes its own list. */
 export function allRoutes(services: Services): Route[] {
-  const api: Route[] = [...orgRoutes(services)];
+  const api: Route[] = [...orgRoutes(services), ...locationRoutes()];
   return [...api, ...opsRoutes(services, () => api)];
 }

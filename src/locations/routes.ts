@@ -1,0 +1,144 @@
+import { Type } from '@sinclair/typebox';
+import { ApiError } from '../errors/catalog.js';
+import type { RequestContext, Route } from '../http/route.js';
+import { createLocation, deleteLocation, patchLocation, renameLocation } from './commands.js';
+import { listLocations } from './list.js';
+import {
+  CreateLocationBody,
+  LocationEnvelope,
+  LocationList,
+  PatchLocationBody,
+  RenameBody,
+  RenameResult,
+  listQuery,
+  treeQuery,
+} from './schemas.js';
+import { readStatements, type LocationRow } from './store.js';
+import { ancestors, children, descendants } from './tree.js';
+import { toViews } from './view.js';
+
+const READ = ['locations:read'];
+const WRITE = ['locations:write'];
+const ITEM = '/api/v1/locations/{location_id}';
+
+/** A live location by id (the by-id rule: soft-deleted is 404, the temporal rule is skipped). */
+function requireLive(ctx: RequestContext): number {
+  const id = ctx.params.location_id;
+  if (readStatements(ctx.shard).liveById.get(ctx.principal.orgId, id) === undefined) throw ApiError.notFound(`location ${id} not found`);
+  return id;
+}
+
+const treeRoute = (
+  name: 'ancestors' | 'children' | 'descendants',
+  summary: string,
+  run: typeof ancestors,
+): Route => ({
+  method: 'GET',
+  path: `${ITEM}/${name}`,
+  operationId: `listLocation${name[0].toUpperCase()}${name.slice(1)}`,
+  summary,
+  tag: 'Locations',
+  scopes: READ,
+  query: treeQuery,
+  responses: { 200: { description: summary, schema: LocationList } },
+  handler: (ctx) => {
+    const id = requireLive(ctx);
+    const paging = { limit: ctx.query.limit as number, offset: ctx.query.offset as number };
+    return { status: 200, body: run(ctx.shard.reader, readStatements(ctx.shard), ctx.principal.orgId, id, Date.now(), paging) };
+  },
+});
+
+export function locationRoutes(): Route[] {
+  return [
+    {
+      method: 'GET',
+      path: '/api/v1/locations',
+      operationId: 'listLocations',
+      summary: 'List locations',
+      tag: 'Locations',
+      scopes: READ,
+      query: listQuery,
+      responses: { 200: { description: 'A page of locations', schema: LocationList } },
+      handler: (ctx) => ({ status: 200, body: listLocations(ctx.shard, ctx.principal.orgId, ctx.query) }),
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/locations',
+      operationId: 'createLocation',
+      summary: 'Create a location',
+      tag: 'Locations',
+      scopes: WRITE,
+      body: { schema: CreateLocationBody, contentType: 'application/json' },
+      responses: {
+        201: {
+          description: 'The created location',
+          schema: LocationEnvelope,
+          headers: { Location: { description: 'Path of the new location', schema: Type.String() } },
+        },
+      },
+      handler: async (ctx) => {
+        const view = await createLocation(ctx.shard, ctx.principal.orgId, ctx.body);
+        return { status: 201, body: { data: view }, headers: { Location: `/api/v1/locations/${view.id}` } };
+      },
+    },
+    {
+      method: 'GET',
+      path: ITEM,
+      operationId: 'getLocation',
+      summary: 'Get a location by id',
+      tag: 'Locations',
+      scopes: READ,
+      responses: { 200: { description: 'The location', schema: LocationEnvelope } },
+      handler: (ctx) => {
+        const orgId = ctx.principal.orgId;
+        const row = readStatements(ctx.shard).liveById.get(orgId, ctx.params.location_id) as LocationRow | undefined;
+        if (row === undefined) throw ApiError.notFound(`location ${ctx.params.location_id} not found`);
+        return { status: 200, body: { data: toViews(ctx.shard.reader, orgId, [row])[0] } };
+      },
+    },
+    {
+      method: 'PATCH',
+      path: ITEM,
+      operationId: 'patchLocation',
+      summary: 'Update a location (JSON merge patch)',
+      tag: 'Locations',
+      scopes: WRITE,
+      body: { schema: PatchLocationBody, contentType: 'application/merge-patch+json' },
+      responses: { 200: { description: 'The updated location', schema: LocationEnvelope } },
+      handler: async (ctx) => ({
+        status: 200,
+        body: { data: await patchLocation(ctx.shard, ctx.principal.orgId, ctx.params.location_id, ctx.body) },
+      }),
+    },
+    {
+      method: 'DELETE',
+      path: ITEM,
+      operationId: 'deleteLocation',
+      summary: 'Soft-delete a leaf location',
+      tag: 'Locations',
+      scopes: WRITE,
+      responses: { 204: { description: 'Deleted' } },
+      handler: async (ctx) => {
+        await deleteLocation(ctx.shard, ctx.principal.orgId, ctx.params.location_id);
+        return { status: 204 };
+      },
+    },
+    {
+      method: 'POST',
+      path: `${ITEM}/rename`,
+      operationId: 'renameLocation',
+      summary: "Change a location's external_key",
+      tag: 'Locations',
+      scopes: WRITE,
+      body: { schema: RenameBody, contentType: 'application/json' },
+      responses: { 200: { description: 'The renamed location and its live descendant count', schema: RenameResult } },
+      handler: async (ctx) => ({
+        status: 200,
+        body: await renameLocation(ctx.shard, ctx.principal.orgId, ctx.params.location_id, ctx.body.external_key as string),
+      }),
+    },
+    treeRoute('ancestors', 'Ancestors of a location, root first', ancestors),
+    treeRoute('children', 'Immediate children of a location, by name then id', children),
+    treeRoute('descendants', 'The subtree under a location in depth-first preorder', descendants),
+  ];
+}

@@ -1,0 +1,114 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { pagingParams, type QuerySpec } from '../http/query.js';
+import {
+  DataEnvelope,
+  Description,
+  ExternalKey,
+  Id,
+  ListEnvelope,
+  Name,
+  Nullable,
+  NullableId,
+  NullableResponseTimestamp,
+  NullableTimestamp,
+  RequiredTimestamp,
+  TagView,
+  Timestamp,
+} from '../masterdata/fields.js';
+
+/** LocationView (interface 2.3): every field always present; no metadata, no path or depth. */
+export const LocationView = Type.Object(
+  {
+    id: Type.Integer({ format: 'int64' }),
+    external_key: Type.String(),
+    name: Type.String(),
+    description: Nullable(Type.String()),
+    parent_id: Nullable(Type.Integer({ format: 'int64' })),
+    parent_external_key: Nullable(Type.String()),
+    is_active: Type.Boolean(),
+    valid_from: Timestamp,
+    valid_to: NullableResponseTimestamp,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    deleted_at: NullableResponseTimestamp,
+    tags: Type.Array(TagView),
+  },
+  { additionalProperties: false },
+);
+export type LocationView = Static<typeof LocationView>;
+
+const TagRequest = Type.Object(
+  {
+    tag_type: Type.String({ enum: ['rfid', 'ble', 'barcode'] }),
+    value: Type.String(),
+  },
+  { additionalProperties: false },
+);
+
+/** Fields writable on create and on PATCH, all optional there (name is required on create). */
+const optionalWritable = {
+  description: Type.Optional(Description),
+  is_active: Type.Optional(Type.Boolean()),
+  parent_id: Type.Optional(NullableId),
+  parent_external_key: Type.Optional(Nullable(ExternalKey)),
+  valid_from: Type.Optional(RequiredTimestamp),
+  valid_to: Type.Optional(NullableTimestamp),
+};
+
+/** POST body. `metadata` is not declared, so it is unknown_field like any undeclared key (interface 2.3). */
+export const CreateLocationBody = Type.Object(
+  {
+    external_key: Type.Optional(ExternalKey),
+    name: Name,
+    ...optionalWritable,
+    tags: Type.Optional(Type.Array(TagRequest)),
+  },
+  { additionalProperties: false },
+);
+export type CreateLocationBody = Static<typeof CreateLocationBody>;
+
+/** PATCH body: the writable fields plus the read-only echoes of 4.7 (checked against the row). */
+export const PatchLocationBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    ...optionalWritable,
+    id: Type.Optional(Type.Unknown()),
+    external_key: Type.Optional(Type.Unknown()),
+    created_at: Type.Optional(Type.Unknown()),
+    updated_at: Type.Optional(Type.Unknown()),
+    deleted_at: Type.Optional(Type.Unknown()),
+    tags: Type.Optional(Type.Unknown()),
+  },
+  { additionalProperties: false },
+);
+export type PatchLocationBody = Static<typeof PatchLocationBody>;
+
+export const RenameBody = Type.Object({ external_key: ExternalKey }, { additionalProperties: false });
+
+export const LocationEnvelope = DataEnvelope(LocationView);
+export const LocationList = ListEnvelope(LocationView);
+export const RenameResult = Type.Object({
+  data: LocationView,
+  descendant_count_affected: Type.Integer({ minimum: 0 }),
+});
+
+export const LIST_SORT_FIELDS = ['external_key', 'name', 'created_at'] as const;
+
+export const listQuery: QuerySpec = {
+  ...pagingParams(LIST_SORT_FIELDS, 'external_key'),
+  external_key: { kind: 'external_key', repeatable: true, description: 'Any-of filter on external_key (repeat the parameter).' },
+  parent_id: { kind: 'id', repeatable: true, description: 'Any-of filter on parent_id; not together with parent_external_key.' },
+  parent_external_key: { kind: 'external_key', repeatable: true, description: 'Any-of filter on the parent external_key; not together with parent_id.' },
+  is_active: { kind: 'boolean' },
+  include_deleted: { kind: 'boolean', default: false, description: 'Add soft-deleted rows (the temporal rule still applies).' },
+  q: { kind: 'q', description: 'Case-insensitive substring of name, external_key, description or an active tag value.' },
+};
+
+/** The tree endpoints page with limit/offset in a fixed order; `sort` is refused. */
+export const treeQuery: QuerySpec = {
+  limit: pagingParams([], '').limit,
+  offset: pagingParams([], '').offset,
+  sort: { kind: 'reject', message: 'sort parameter not supported on this endpoint' },
+};
+
+export { Id };

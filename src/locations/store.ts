@@ -1,0 +1,138 @@
+import type { Statement } from 'better-sqlite3';
+import type { Shard } from '../shards/shard.js';
+import { StatementCache, type Db } from '../storage/sqlite.js';
+
+/** A locations row joined with its parent's external_key (kept even when the parent is soft-deleted). */
+export interface LocationRow {
+  id: number;
+  org_id: number;
+  external_key: string;
+  name: string;
+  description: string | null;
+  parent_id: number | null;
+  parent_external_key: string | null;
+  is_active: number;
+  valid_from: number;
+  valid_to: number | null;
+  created_at: number;
+  updated_at: number;
+  deleted_at: number | null;
+}
+
+/** One node of a subtree walk: enough to order it and to apply the list scope. */
+export interface TreeNode {
+  id: number;
+  parent_id: number | null;
+  valid_from: number;
+  valid_to: number | null;
+}
+
+export const ROW_COLUMNS = `l.id, l.org_id, l.external_key, l.name, l.description, l.parent_id, p.external_key AS parent_external_key,
+  l.is_active, l.valid_from, l.valid_to, l.created_at, l.updated_at, l.deleted_at`;
+export const ROW_FROM = 'locations l LEFT JOIN locations p ON p.id = l.parent_id AND p.org_id = l.org_id';
+
+/**
+ * The fixed location queries, prepared once per connection. Tree walks are recursive CTEs that step
+ * through the (org_id, parent_id, name, id) index downwards and the primary key upwards, so their
+ * cost is the size of the answer, not the size of the organization.
+ */
+export class LocationStatements {
+  readonly byId: Statement;
+  readonly liveById: Statement;
+  readonly liveByKey: Statement;
+  readonly liveIdByKey: Statement;
+  readonly byIds: Statement;
+  /** Ancestors of a location, nearest first, with their distance; stops at the root. */
+  readonly ancestors: Statement;
+  /** Live nodes of the subtree under a location (itself excluded), any order. */
+  readonly subtree: Statement;
+  readonly liveDescendantCount: Statement;
+  readonly hasLiveChild: Statement;
+  readonly childrenPage: Statement;
+  readonly childrenCount: Statement;
+  /** True when `ancestor` lies on the parent chain of `node` (node itself included). */
+  readonly isInChainOf: Statement;
+
+  constructor(db: Db) {
+    this.byId = db.prepare(`SELECT ${ROW_COLUMNS} FROM ${ROW_FROM} WHERE l.org_id = ? AND l.id = ?`);
+    this.liveById = db.prepare(`SELECT ${ROW_COLUMNS} FROM ${ROW_FROM} WHERE l.org_id = ? AND l.id = ? AND l.deleted_at IS NULL`);
+    this.liveByKey = db.prepare(
+      `SELECT ${ROW_COLUMNS} FROM ${ROW_FROM} WHERE l.org_id = ? AND l.external_key = ? AND l.deleted_at IS NULL`,
+    );
+    this.liveIdByKey = db
+      .prepare('SELECT id FROM locations WHERE org_id = ? AND external_key = ? AND deleted_at IS NULL')
+      .pluck();
+    this.byIds = db.prepare(`SELECT ${ROW_COLUMNS} FROM ${ROW_FROM} WHERE l.org_id = ? AND l.id IN (SELECT value FROM json_each(?))`);
+    this.ancestors = db.prepare(`
+      WITH RECURSIVE up(id, parent_id, distance) AS (
+        SELECT l.id, l.parent_id, 0 FROM locations l WHERE l.org_id = :org AND l.id = :id
+        UNION ALL
+        SELECT a.id, a.parent_id, up.distance + 1 FROM up JOIN locations a ON a.id = up.parent_id AND a.org_id = :org
+        WHERE up.distance < :limit
+      )
+      SELECT id, distance FROM up WHERE distance > 0`);
+    this.subtree = db.prepare(`
+      WITH RECURSIVE down(id, parent_id, valid_from, valid_to) AS (
+        SELECT c.id, c.parent_id, c.valid_from, c.valid_to FROM locations c
+        WHERE c.org_id = :org AND c.parent_id = :id AND c.deleted_at IS NULL
+        UNION ALL
+        SELECT c.id, c.parent_id, c.valid_from, c.valid_to FROM down JOIN locations c ON c.org_id = :org AND c.parent_id = down.id
+        WHERE c.deleted_at IS NULL
+      )
+      SELECT id, parent_id, valid_from, valid_to FROM down`);
+    this.liveDescendantCount = db
+      .prepare(`
+      WITH RECURSIVE down(id) AS (
+        SELECT c.id FROM locations c WHERE c.org_id = :org AND c.parent_id = :id AND c.deleted_at IS NULL
+        UNION ALL
+        SELECT c.id FROM down JOIN locations c ON c.org_id = :org AND c.parent_id = down.id WHERE c.deleted_at IS NULL
+      )
+      SELECT count(*) FROM down`)
+      .pluck();
+    this.hasLiveChild = db
+      .prepare('SELECT EXISTS (SELECT 1 FROM locations WHERE org_id = ? AND parent_id = ? AND deleted_at IS NULL)')
+      .pluck();
+    this.childrenPage = db.prepare(`
+      SELECT ${ROW_COLUMNS} FROM ${ROW_FROM}
+      WHERE l.org_id = :org AND l.parent_id = :id AND l.deleted_at IS NULL
+        AND l.valid_from <= :now AND (l.valid_to IS NULL OR l.valid_to > :now)
+      ORDER BY l.name, l.id LIMIT :limit OFFSET :offset`);
+    this.childrenCount = db
+      .prepare(`
+      SELECT count(*) FROM locations l
+      WHERE l.org_id = :org AND l.parent_id = :id AND l.deleted_at IS NULL
+        AND l.valid_from <= :now AND (l.valid_to IS NULL OR l.valid_to > :now)`)
+      .pluck();
+    this.isInChainOf = db
+      .prepare(`
+      WITH RECURSIVE up(id, parent_id, distance) AS (
+        SELECT l.id, l.parent_id, 0 FROM locations l WHERE l.org_id = :org AND l.id = :node
+        UNION ALL
+        SELECT a.id, a.parent_id, up.distance + 1 FROM up JOIN locations a ON a.id = up.parent_id AND a.org_id = :org
+        WHERE up.id <> :ancestor AND up.distance < :limit
+      )
+      SELECT EXISTS (SELECT 1 FROM up WHERE id = :ancestor)`)
+      .pluck();
+  }
+}
+
+/**
+ * A bound on every upward walk. The write path never lets a cycle form, so this only stops a walk
+ * over corrupted data from looping; it is far above any real tree depth.
+ */
+export const MAX_DEPTH = 1_000_000;
+
+/** Statements on the shard's read-only connection (reads run beside the writer, see Shard). */
+export function readStatements(shard: Shard): LocationStatements {
+  return shard.local('locations.read', (s) => new LocationStatements(s.reader));
+}
+
+/** Statements on the writer connection, for use inside `shard.write` commands only. */
+export function writeStatements(shard: Shard): LocationStatements {
+  return shard.local('locations.write', (s) => new LocationStatements(s.writer));
+}
+
+/** Cached statements on the writer connection for the writes whose SQL is built per request. */
+export function writeCache(shard: Shard): StatementCache {
+  return shard.local('locations.writeCache', (s) => new StatementCache(s.writer));
+}

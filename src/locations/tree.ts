@@ -1,0 +1,81 @@
+import type { Page } from '../masterdata/list.js';
+import type { Db } from '../storage/sqlite.js';
+import type { LocationView } from './schemas.js';
+import { MAX_DEPTH, type LocationRow, type LocationStatements, type TreeNode } from './store.js';
+import { toViews } from './view.js';
+
+/**
+ * The tree endpoints (interface 4.5). Each lists rows in a fixed order with the default list scope
+ * (live and currently effective). The walk itself goes through every live node, so a location that is
+ * not currently effective is hidden without hiding the live locations below it.
+ */
+
+interface Paging {
+  limit: number;
+  offset: number;
+}
+
+const isEffective = (n: { valid_from: number; valid_to: number | null }, now: number) =>
+  n.valid_from <= now && (n.valid_to === null || n.valid_to > now);
+
+/** Full rows for a page of ids, returned in the order of `ids`. */
+function rowsInOrder(stmts: LocationStatements, orgId: number, ids: number[]): LocationRow[] {
+  if (ids.length === 0) return [];
+  const byId = new Map((stmts.byIds.all(orgId, JSON.stringify(ids)) as LocationRow[]).map((r) => [r.id, r]));
+  return ids.map((id) => byId.get(id)!);
+}
+
+function page(db: Db, stmts: LocationStatements, orgId: number, ids: number[], paging: Paging): Page<LocationView> {
+  const slice = ids.slice(paging.offset, paging.offset + paging.limit);
+  return { data: toViews(db, orgId, rowsInOrder(stmts, orgId, slice)), limit: paging.limit, offset: paging.offset, total_count: ids.length };
+}
+
+/** Root first, walking down the parent chain to the location's parent. */
+export function ancestors(db: Db, stmts: LocationStatements, orgId: number, id: number, now: number, paging: Paging): Page<LocationView> {
+  const chain = stmts.ancestors.all({ org: orgId, id, limit: MAX_DEPTH }) as Array<{ id: number; distance: number }>;
+  chain.sort((a, b) => b.distance - a.distance || a.id - b.id);
+  const rows = rowsInOrder(
+    stmts,
+    orgId,
+    chain.map((c) => c.id),
+  );
+  const visible = rows.filter((r) => r.deleted_at === null && isEffective(r, now)).map((r) => r.id);
+  return page(db, stmts, orgId, visible, paging);
+}
+
+/** Immediate children by name, then id: straight off the (org_id, parent_id, name, id) index. */
+export function children(db: Db, stmts: LocationStatements, orgId: number, id: number, now: number, paging: Paging): Page<LocationView> {
+  const params = { org: orgId, id, now, limit: paging.limit, offset: paging.offset };
+  const rows = stmts.childrenPage.all(params) as LocationRow[];
+  const total = stmts.childrenCount.get({ org: orgId, id, now }) as number;
+  return { data: toViews(db, orgId, rows), limit: paging.limit, offset: paging.offset, total_count: total };
+}
+
+/** Ids of the live subtree under `rootId` in depth-first preorder, siblings by id ascending. */
+export function preorder(rootId: number, nodes: TreeNode[]): TreeNode[] {
+  const kids = new Map<number, TreeNode[]>();
+  for (const n of nodes) {
+    const list = kids.get(n.parent_id!);
+    if (list === undefined) kids.set(n.parent_id!, [n]);
+    else list.push(n);
+  }
+  for (const list of kids.values()) list.sort((a, b) => a.id - b.id);
+  const out: TreeNode[] = [];
+  // An explicit stack (children pushed in reverse) keeps a 10,000-deep chain off the call stack.
+  const stack: TreeNode[] = [...(kids.get(rootId) ?? [])].reverse();
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    out.push(n);
+    const list = kids.get(n.id);
+    if (list !== undefined) for (let i = list.length - 1; i >= 0; i--) stack.push(list[i]);
+  }
+  return out;
+}
+
+export function descendants(db: Db, stmts: LocationStatements, orgId: number, id: number, now: number, paging: Paging): Page<LocationView> {
+  const nodes = stmts.subtree.all({ org: orgId, id }) as TreeNode[];
+  const visible = preorder(id, nodes)
+    .filter((n) => isEffective(n, now))
+    .map((n) => n.id);
+  return page(db, stmts, orgId, visible, paging);
+}
