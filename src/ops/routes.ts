@@ -38,5 +38,9 @@ export function opsRoutes(services: Services, apiRoutes: () => Route[]): Route[]
     ops('/api/openapi.yaml', 'openapiYaml', () => ({ status: 200, text: document().yaml, contentType: 'application/yaml' })),
     ops('/openapi.json', 'openapiJsonRedirect', redirect('/api/openapi.json')),
     ops('/openapi.yaml', 'openapiYamlRedirect', redirect('/api/openapi.yaml')),
+    ...(process.env.TRACKD_BENCH_ROUTES === '1' ? [ops('/bench/fixed', 'benchFixed', () => ({ status: 200, body: BENCH_FIXED_BODY }))] : []),
   ];
 }
+
+/** The benchmarks' fixed-body ceiling (operations.md 5): a constant JSON body through the same server, port and plumbing. */
+const BENCH_FIXED_BODY = { data: { id: 1, external_key: 'BENCH-FIXED', name: 'Fixed body', is_active: true } };

@@ -1,0 +1,46 @@
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ROOT } from './processes.js';
+import type { BenchOptions } from './scenario.js';
+
+const USAGE = `usage: npm run bench -- [--size tiny|small|large] [--only s1,s2] [--runs N] [--duration S] [--warmup S] [--connections N] [--out FILE]`;
+
+export function parseOptions(argv: string[]): BenchOptions {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      size: { type: 'string', default: 'small' },
+      only: { type: 'string', multiple: true },
+      runs: { type: 'string', default: '3' },
+      duration: { type: 'string', default: '8' },
+      warmup: { type: 'string' },
+      connections: { type: 'string', default: '64' },
+      keys: { type: 'string', default: '8' },
+      out: { type: 'string' },
+      help: { type: 'boolean' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  const size = values.size as string;
+  if (size !== 'tiny' && size !== 'small' && size !== 'large') throw new Error(`--size must be tiny, small or large\n${USAGE}`);
+  const positive = (name: string, text: string | undefined, allowZero = false): number => {
+    const n = Number(text);
+    if (!Number.isFinite(n) || n < 0 || (!allowZero && n === 0)) throw new Error(`--${name} must be a positive number\n${USAGE}`);
+    return n;
+  };
+  const duration = positive('duration', values.duration);
+  return {
+    size,
+    only: values.only?.flatMap((s) => s.split(',')).filter(Boolean),
+    runs: Math.floor(positive('runs', values.runs)),
+    durationSeconds: duration,
+    warmupSeconds: values.warmup === undefined ? Math.min(2, Math.max(1, duration / 4)) : positive('warmup', values.warmup, true),
+    connections: Math.floor(positive('connections', values.connections)),
+    keys: Math.floor(positive('keys', values.keys)),
+    out: path.resolve(values.out ?? path.join(ROOT, 'bench', 'results', 'latest.json')),
+  };
+}

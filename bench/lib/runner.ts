@@ -1,0 +1,147 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { SIZES } from '../dataset/sizes.js';
+import { loadMasterData } from '../dataset/masterData.js';
+import { SCENARIOS } from '../scenarios/index.js';
+import type { RequestTemplate } from './loadSpec.js';
+import { inProcessRate, loadFigure } from './measure.js';
+import { machine, startServerProcess, versions } from './processes.js';
+import { median, summarizeScenario, table, type ScenarioResult, type Target } from './results.js';
+import type { BenchContext, BenchOptions, Scenario, ScenarioRun } from './scenario.js';
+import { PRODUCTION_ENV, TrackdProcess, mintKeys, startBenchNats, trackdCli } from './trackd.js';
+
+const FIXED: RequestTemplate[] = [{ method: 'GET', paths: ['/bench/fixed'], anonymous: true }];
+const log = (text: string) => process.stderr.write(`[bench] ${text}\n`);
+
+export async function runBench(options: BenchOptions, workDir: string): Promise<void> {
+  const dataDir = path.join(workDir, 'data');
+  const nats = await startBenchNats(path.join(workDir, 'nats'));
+  const stops: (() => Promise<void>)[] = [() => nats.stop()];
+  try {
+    log(`seeding the ${options.size} dataset`);
+    const org = trackdCli(dataDir, ['orgs', 'create', '--name', 'Bench Org']) as { id: number };
+    const dataset = await loadMasterData(dataDir, org.id, options.size, SIZES[options.size]);
+    log(`master data loaded in ${dataset.seconds.masterData} s`);
+    const trackd = await TrackdProcess.start({ dataDir, natsUrl: nats.url });
+    stops.unshift(() => trackd.stop());
+    const tokens = mintKeys(dataDir, org.id, options.keys);
+    const request = async (method: string, urlPath: string, body?: unknown) => {
+      const res = await fetch(`${trackd.url}${urlPath}`, {
+        method,
+        headers: { authorization: `Bearer ${tokens[0]}`, ...(body === undefined ? {} : { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await res.text();
+      let json: any;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+      return { status: res.status, json };
+    };
+    const doc = (await request('GET', '/api/openapi.json')).json as { paths: Record<string, Record<string, unknown>> };
+    const operations = new Set(Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`)));
+    const ctx: BenchContext = { options, dataset, trackd, natsUrl: nats.url, tokens, workDir, operations, request };
+
+    const selected = SCENARIOS.filter((s) => options.only === undefined || options.only.includes(s.name));
+    if (options.only !== undefined) {
+      const unknown = options.only.filter((n) => !SCENARIOS.some((s) => s.name === n));
+      if (unknown.length > 0) throw new Error(`unknown scenario(s) ${unknown.join(', ')}; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
+    }
+    const unavailable = new Map<string, string>();
+    for (const s of selected) {
+      const missing = s.needs.filter((op) => !operations.has(op));
+      if (missing.length > 0) unavailable.set(s.name, `not available yet: trackd has no ${missing.join(', ')}`);
+    }
+    for (const [name, reason] of unavailable) log(`${name}: ${reason}`);
+
+    const baseline = selected.some((s) => s.kind === 'read' && !unavailable.has(s.name)) ? await startServerProcess('baseline/fastify.js', [dataDir]) : undefined;
+    if (baseline) stops.unshift(() => baseline.stop());
+
+    const fixedRuns: number[] = [];
+    const runs = new Map<string, ScenarioRun[]>();
+    const failures = new Map<string, string>();
+    for (let run = 1; run <= options.runs; run++) {
+      const fixed = await loadFigure(ctx, trackd.url, FIXED);
+      fixedRuns.push(fixed.rate);
+      log(`run ${run}/${options.runs}: fixed-body ceiling ${fixed.rate} req/s (p99 ${fixed.p99} ms)`);
+      for (const scenario of selected) {
+        if (unavailable.has(scenario.name) || failures.has(scenario.name)) continue;
+        try {
+          const result = await runScenario(ctx, scenario, fixed.rate, baseline ? `http://127.0.0.1:${baseline.port}` : undefined);
+          runs.set(scenario.name, [...(runs.get(scenario.name) ?? []), result]);
+          log(`run ${run}/${options.runs}: ${scenario.name} ${result.trackd.rate} ${scenario.unit} p99 ${result.trackd.p99} ms` + (result.baseline ? `, fastify ${result.baseline.rate}` : '') + (result.inProcessRate ? `, in-process ${result.inProcessRate}` : ''));
+        } catch (err) {
+          failures.set(scenario.name, (err as Error).message);
+          log(`${scenario.name} failed: ${(err as Error).message}`);
+        }
+      }
+    }
+
+    const results: ScenarioResult[] = selected.map((s) => {
+      const reason = unavailable.get(s.name) ?? failures.get(s.name);
+      if (reason !== undefined) return { name: s.name, title: s.title, kind: s.kind, unit: s.unit, status: unavailable.has(s.name) ? 'unavailable' : 'failed', reason };
+      return summarizeScenario(s, runs.get(s.name) ?? [], (r) => scenarioTargets(s, r));
+    });
+    const ceilings = { fixed_body: { rate: median(fixedRuns), unit: 'req/s', runs: fixedRuns } };
+    const output = {
+      generated_at: new Date().toISOString(),
+      command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
+      machine: machine(),
+      versions: versions(),
+      settings: {
+        runs: options.runs,
+        duration_s: options.durationSeconds,
+        warmup_s: options.warmupSeconds,
+        connections: options.connections,
+        keys: options.keys,
+        trackd_env: PRODUCTION_ENV,
+      },
+      dataset: { ...dataset, deepBranch: dataset.deepBranch.length, subtreeRoots: dataset.subtreeRoots.length, scanLocations: dataset.scanLocations.length },
+      ceilings,
+      scenarios: results,
+    };
+    fs.mkdirSync(path.dirname(options.out), { recursive: true });
+    fs.writeFileSync(options.out, `${JSON.stringify(output, null, 2)}\n`);
+    process.stdout.write(`\ntrackd bench, ${options.size} dataset, medians of ${options.runs} run(s), ${options.connections} connections\n\n`);
+    process.stdout.write(`${table(results, ceilings)}\n\nwritten to ${options.out}\n`);
+  } finally {
+    for (const stop of stops) await stop().catch(() => undefined);
+  }
+}
+
+async function runScenario(ctx: BenchContext, scenario: Scenario, fixedRate: number, baselineUrl: string | undefined): Promise<ScenarioRun> {
+  const ceiling = { name: 'fixed-body', rate: fixedRate };
+  if (scenario.kind === 'read') {
+    const paths = scenario.paths(ctx, 2_000);
+    const probe = await ctx.request('GET', paths[0]);
+    if (probe.status !== 200) throw new Error(`probe GET ${paths[0]} answered ${probe.status}: ${JSON.stringify(probe.json).slice(0, 300)}`);
+    const requests: RequestTemplate[] = [{ method: 'GET', paths }];
+    const trackd = await loadFigure(ctx, ctx.trackd.url, requests);
+    checkStatuses(scenario.name, trackd);
+    const baseline = baselineUrl ? await loadFigure(ctx, baselineUrl, requests) : undefined;
+    if (baseline) checkStatuses(`${scenario.name} (fastify)`, baseline);
+    const inProcess = await inProcessRate(ctx, paths);
+    return { trackd: strip(trackd), baseline: baseline && strip(baseline), inProcessRate: inProcess, ceiling };
+  }
+  if (scenario.kind === 'write') {
+    const trackd = await loadFigure(ctx, ctx.trackd.url, scenario.requests(ctx));
+    checkStatuses(scenario.name, trackd);
+    return { trackd: strip(trackd), ceiling };
+  }
+  return scenario.run(ctx, { fixedRate, load: (requests, duration) => loadFigure(ctx, ctx.trackd.url, requests, duration) });
+}
+
+function checkStatuses(name: string, figure: { count?: number; notOk: number; unexpected: Record<string, number> }): void {
+  if (figure.notOk > 0.01 * (figure.count ?? 0)) throw new Error(`${name}: ${figure.notOk} of ${figure.count} responses were not 2xx: ${JSON.stringify(figure.unexpected)}`);
+}
+
+const strip = <T extends { rate: number; p50: number; p99: number; max: number; count?: number }>(f: T) => ({ rate: f.rate, p50: f.p50, p99: f.p99, max: f.max, count: f.count });
+
+function scenarioTargets(scenario: Scenario, r: ScenarioResult): Target[] {
+  if (scenario.name === 'asset-by-id' && r.ratio_to_ceiling !== undefined) {
+    return [{ name: 'rate >= 40% of fixed-body ceiling', value: r.ratio_to_ceiling, goal: 0.4, direction: 'min', met: r.ratio_to_ceiling >= 0.4 }];
+  }
+  return [];
+}

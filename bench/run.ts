@@ -1,0 +1,22 @@
+/**
+ * `npm run bench`: starts trackd as an operator would (built, production settings, its own
+ * nats-server and DATA_DIR), seeds a dataset, runs every scenario with the load generator in its own
+ * process, measures the ceilings and the fastify baseline in the same run, and writes
+ * bench/results/latest.json plus a table on stdout. Every figure is read as a ratio to a ceiling.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseOptions } from './lib/args.js';
+import { runBench } from './lib/runner.js';
+
+const options = parseOptions(process.argv.slice(2));
+const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'trackd-bench-'));
+try {
+  await runBench(options, workDir);
+} catch (err) {
+  process.stderr.write(`bench failed: ${(err as Error).stack ?? String(err)}\n`);
+  process.exitCode = 1;
+} finally {
+  fs.rmSync(workDir, { recursive: true, force: true });
+}
