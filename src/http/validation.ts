@@ -146,6 +146,12 @@ export function compileValidator(schema: TSchema): BodyValidator {
     }
     // A value past int64 is an overflow (invalid_value), not also a bound failure.
     const overflowed = new Set(out.filter((f) => f.code === 'invalid_value' && f.message.endsWith(OVERFLOW_SUFFIX)).map((f) => f.field));
-    return overflowed.size === 0 ? out : out.filter((f) => !(f.code === 'too_large' || f.code === 'too_small') || !overflowed.has(f.field));
+    // An empty string fails a `+` pattern too; it is reported once, as too_short.
+    const tooShort = new Set(out.filter((f) => f.code === 'too_short').map((f) => f.field));
+    return out.filter(
+      (f) =>
+        !((f.code === 'too_large' || f.code === 'too_small') && overflowed.has(f.field)) &&
+        !(f.code === 'invalid_value' && f.params?.pattern !== undefined && tooShort.has(f.field)),
+    );
   };
 }
