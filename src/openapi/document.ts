@@ -11,6 +11,8 @@ export function toOpenApiSchema(schema: TSchema | Json): Json {
   const walk = (node: unknown): unknown => {
     if (Array.isArray(node)) return node.map(walk);
     if (node === null || typeof node !== 'object') return node;
+    // A schema may carry a different documented form (e.g. oneOf variants over a flat validation schema).
+    if ('x-openapi' in node) return walk((node as Json)['x-openapi']);
     const out: Json = {};
     for (const [key, value] of Object.entries(node)) {
       if (key === '$id' || key === 'x-int64') continue;

@@ -1,0 +1,127 @@
+import { throwIfInvalid, type FieldError } from '../errors/catalog.js';
+import type { Shard } from '../shards/shard.js';
+import type { StatementCache } from '../storage/sqlite.js';
+import { takeReadOnlyEchoes } from '../masterdata/echo.js';
+import { applyMasterFilters, masterPage } from '../masterdata/filters.js';
+import { mintExternalKey, writerStatements } from '../masterdata/keys.js';
+import { orgQuery, type Page } from '../masterdata/list.js';
+import { assertKeyFree, notFound, renameRow, softDeleteRow } from '../masterdata/rows.js';
+import { checkValidityWindow, nextUpdatedAt, requestTime } from '../masterdata/rules.js';
+import { insertTags, parseTagsJson, tagsJsonColumn, type TagOwner, type TagRequestBody } from '../masterdata/tags.js';
+import { masterColumns, masterView, type MasterRow } from '../masterdata/view.js';
+import type { AssetView } from './schemas.js';
+
+export const ASSET_TAGS: TagOwner = { table: 'assets', column: 'asset_id', noun: 'asset' };
+
+interface AssetRow extends MasterRow {
+  metadata: string;
+}
+
+function toView(row: AssetRow): AssetView {
+  return { ...masterView(row), metadata: JSON.parse(row.metadata) as Record<string, unknown> };
+}
+
+/** One point query: the live asset with its live tags (by-id reads skip the temporal rule). */
+const BY_ID_SQL =
+  `SELECT ${masterColumns('a').join(', ')}, a.metadata, ${tagsJsonColumn('a', 'asset_id')} ` +
+  'FROM assets a WHERE a.id = ? AND a.org_id = ? AND a.deleted_at IS NULL';
+
+function readRow(statements: StatementCache, orgId: number, id: number): AssetRow | undefined {
+  return statements.get(BY_ID_SQL).get(id, orgId) as AssetRow | undefined;
+}
+
+/** GET /assets/{id}: the hottest read, on the shard's read-only connection, one prepared statement. */
+export function getAsset(shard: Shard, orgId: number, id: number): AssetView {
+  const row = readRow(shard.readerStatements, orgId, id);
+  if (row === undefined) throw notFound('assets', id);
+  return toView(row);
+}
+
+const SORT_COLUMNS = { external_key: 'a.external_key', name: 'a.name', created_at: 'a.created_at', updated_at: 'a.updated_at' };
+
+export function listAssets(shard: Shard, orgId: number, query: Record<string, unknown>): Page<AssetView> {
+  const base = applyMasterFilters(orgQuery('assets', 'a', orgId), 'a', query, Date.now(), 'asset_id');
+  return masterPage(shard, base, { alias: 'a', tagColumn: 'asset_id', query, columns: SORT_COLUMNS, extraSelect: ['a.metadata'], toView });
+}
+
+/** Writer-side re-read after a write, in the same mailbox command. */
+function readWritten(shard: Shard, orgId: number, id: number): AssetView {
+  return toView(readRow(writerStatements(shard), orgId, id)!);
+}
+
+export interface AssetCreateBody {
+  external_key?: string;
+  name: string;
+  description?: string | null;
+  is_active?: boolean;
+  metadata?: Record<string, unknown>;
+  valid_from?: string;
+  valid_to?: string | null;
+  tags?: TagRequestBody[];
+}
+
+export function createAsset(shard: Shard, orgId: number, body: AssetCreateBody): Promise<AssetView> {
+  return shard.write((db) =>
+    db.transaction(() => {
+      const now = Date.now();
+      const validFrom = requestTime(body.valid_from) ?? now;
+      const validTo = requestTime(body.valid_to) ?? null;
+      const errors: FieldError[] = [];
+      checkValidityWindow(validFrom, validTo, errors);
+      throwIfInvalid(errors);
+      let key = body.external_key;
+      if (key === undefined) key = mintExternalKey(shard, 'assets', orgId);
+      else assertKeyFree(shard, 'assets', orgId, key);
+      const id = shard.nextId('asset');
+      writerStatements(shard)
+        .get(
+          'INSERT INTO assets (id, org_id, external_key, name, description, is_active, metadata, valid_from, valid_to, created_at, updated_at) ' +
+            'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        )
+        .run(id, orgId, key, body.name, body.description ?? null, body.is_active === false ? 0 : 1, JSON.stringify(body.metadata ?? {}), validFrom, validTo, now, now);
+      insertTags(shard, orgId, ASSET_TAGS, id, body.tags ?? [], now);
+      return readWritten(shard, orgId, id);
+    })(),
+  );
+}
+
+/** RFC 7396 merge patch of the writable fields, after the read-only echo rules; all-or-nothing. */
+export function patchAsset(shard: Shard, orgId: number, id: number, body: Record<string, unknown>): Promise<AssetView> {
+  return shard.write(() => {
+    const row = readRow(writerStatements(shard), orgId, id);
+    if (row === undefined) throw notFound('assets', id);
+    const errors: FieldError[] = [];
+    const patch = takeReadOnlyEchoes(body, { ...row, tags: parseTagsJson(row.tags_json) }, errors);
+    const has = (field: string) => Object.hasOwn(patch, field);
+    const validFrom = has('valid_from') ? (requestTime(patch.valid_from) as number) : row.valid_from;
+    const validTo = has('valid_to') ? (requestTime(patch.valid_to) as number | null) : row.valid_to;
+    checkValidityWindow(validFrom, validTo, errors);
+    throwIfInvalid(errors);
+    writerStatements(shard)
+      .get('UPDATE assets SET name = ?, description = ?, is_active = ?, metadata = ?, valid_from = ?, valid_to = ?, updated_at = ? WHERE id = ? AND org_id = ?')
+      .run(
+        has('name') ? patch.name : row.name,
+        has('description') ? patch.description : row.description,
+        has('is_active') ? (patch.is_active ? 1 : 0) : row.is_active,
+        has('metadata') ? JSON.stringify(patch.metadata) : row.metadata,
+        validFrom,
+        validTo,
+        nextUpdatedAt(row.updated_at, Date.now()),
+        id,
+        orgId,
+      );
+    return readWritten(shard, orgId, id);
+  });
+}
+
+export function renameAsset(shard: Shard, orgId: number, id: number, externalKey: string): Promise<AssetView> {
+  return shard.write(() => {
+    renameRow(shard, 'assets', orgId, id, externalKey, Date.now());
+    return readWritten(shard, orgId, id);
+  });
+}
+
+export function deleteAsset(shard: Shard, orgId: number, id: number): Promise<void> {
+  return shard.write(() => softDeleteRow(shard, 'assets', orgId, id, Date.now()));
+}
+

@@ -1,0 +1,74 @@
+import type { Knex } from 'knex';
+import { pagingParams, type QuerySpec, type SortTerm } from '../http/query.js';
+import type { Shard } from '../shards/shard.js';
+import { sqlBuilder } from '../storage/sqlite.js';
+import { applyLiveness, likePattern, runList, type Page, type SortColumns } from './list.js';
+import { tagsJsonColumn, type TagOwner } from './tags.js';
+import { masterColumns, type MasterRow } from './view.js';
+
+/** The list parameters shared by GET /assets and GET /locations (interface 4.3). */
+export function masterListParams(sortFields: readonly string[], defaultSort: string): QuerySpec {
+  return {
+    ...pagingParams(sortFields, defaultSort),
+    external_key: { kind: 'external_key', repeatable: true, description: 'Any of these keys (repeat the parameter; comma-joined values are rejected).' },
+    is_active: { kind: 'boolean', description: 'Only rows with this is_active (default: both).' },
+    include_deleted: { kind: 'boolean', default: false, description: 'Also return soft-deleted rows (the currently-effective rule still applies).' },
+    q: { kind: 'q', description: 'Case-insensitive substring of name, external_key, description or a live tag value; only the first q is honoured.' },
+  };
+}
+
+/**
+ * Applies the shared list filters to a query over `alias`: the liveness rule (temporal always,
+ * soft-delete unless include_deleted), external_key any-of, is_active and q.
+ */
+export function applyMasterFilters(q: Knex.QueryBuilder, alias: string, query: Record<string, unknown>, now: number, tagColumn: TagOwner['column']): Knex.QueryBuilder {
+  applyLiveness(q, alias, now, query.include_deleted === true);
+  const keys = query.external_key as string[] | undefined;
+  if (keys !== undefined && keys.length > 0) q.whereIn(`${alias}.external_key`, keys);
+  if (typeof query.is_active === 'boolean') q.where(`${alias}.is_active`, query.is_active ? 1 : 0);
+  if (typeof query.q === 'string') {
+    const pattern = likePattern(query.q);
+    q.where((w) =>
+      w
+        .whereRaw(`${alias}.name LIKE ? ESCAPE '\\'`, [pattern])
+        .orWhereRaw(`${alias}.external_key LIKE ? ESCAPE '\\'`, [pattern])
+        .orWhereRaw(`${alias}.description LIKE ? ESCAPE '\\'`, [pattern])
+        .orWhereRaw(
+          `EXISTS (SELECT 1 FROM tags tq WHERE tq.${tagColumn} = ${alias}.id AND tq.org_id = ${alias}.org_id AND tq.deleted_at IS NULL AND tq.value LIKE ? ESCAPE '\\')`,
+          [pattern],
+        ),
+    );
+  }
+  return q;
+}
+
+/**
+ * Runs a master-data list (rows with their tags in the same statement) and maps it to the list
+ * envelope. `base` is the filtered query (orgQuery + applyMasterFilters + endpoint filters).
+ */
+export function masterPage<Row extends MasterRow, View>(
+  shard: Shard,
+  base: Knex.QueryBuilder,
+  options: {
+    alias: string;
+    tagColumn: TagOwner['column'];
+    query: Record<string, unknown>;
+    columns: SortColumns;
+    extraSelect?: string[];
+    toView: (row: Row) => View;
+  },
+): Page<View> {
+  const { alias, query } = options;
+  const limit = query.limit as number;
+  const offset = query.offset as number;
+  const withTags = base.clone().select(sqlBuilder.raw(tagsJsonColumn(alias, options.tagColumn)));
+  const { rows, total } = runList<Row>(shard.readerStatements, withTags, {
+    sort: query.sort as SortTerm[],
+    columns: options.columns,
+    idColumn: `${alias}.id`,
+    limit,
+    offset,
+    select: [...masterColumns(alias), ...(options.extraSelect ?? [])],
+  });
+  return { data: rows.map(options.toView), limit, offset, total_count: total };
+}
