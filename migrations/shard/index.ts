@@ -1,5 +1,6 @@
 import type { Migration } from '../../src/storage/sqlite.js';
 import * as masterData from './001_master_data.js';
+import * as scans from './002_scans.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
-export const shardMigrations: Migration[] = [masterData];
+export const shardMigrations: Migration[] = [masterData, scans];

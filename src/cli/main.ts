@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
 import { serve } from '../serve.js';
 import { CliError, type Command } from './common.js';
+import { scansPublish } from '../scans/publishCommand.js';
 import { keysCreate, keysList, keysRevoke, orgsCreate, orgsList, sessionsCreate } from './orgsAndKeys.js';
 
 /** `trackd <group> <verb>` commands (operations.md section 2); each prints one JSON document. */
@@ -12,6 +13,7 @@ const COMMANDS: Record<string, Command> = {
   'keys list': keysList,
   'keys revoke': keysRevoke,
   'sessions create': sessionsCreate,
+  'scans publish': scansPublish,
 };
 
 const USAGE = `usage: trackd <command>
@@ -19,7 +21,8 @@ const USAGE = `usage: trackd <command>
   orgs create --name NAME | orgs list
   keys create --org ID --name NAME --scopes S1,S2 [--expires-in 30d|--expires-at RFC3339] [--env preview|production]
   keys list --org ID | keys revoke API_KEY_ID
-  sessions create --org ID --user NAME`;
+  sessions create --org ID --user NAME
+  scans publish --org ID --location KEY --tag TYPE:VALUE [--tag ...] [--observed-at RFC3339] [--source fixed|handheld]`;
 
 function fail(message: string): never {
   process.stderr.write(`trackd: ${message.replace(/\s*\n\s*/g, ' ')}\n`);

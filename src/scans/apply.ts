@@ -1,0 +1,283 @@
+import type Database from 'better-sqlite3';
+import type { Shard } from '../shards/shard.js';
+import type { Db } from '../storage/sqlite.js';
+import { describeLocation, type CanonicalScan, type LocationRef, type SourcedScan } from './canonical.js';
+
+export type ScanOutcome =
+  | { kind: 'applied'; readsApplied: number; unknownTags: number; locationTags: number }
+  /** Stream sequence at or below the shard's applied sequence: its effects are already committed. */
+  | { kind: 'redelivered' }
+  /** An event id this org has already applied (a re-publish). */
+  | { kind: 'duplicate' }
+  | { kind: 'dead'; reason: 'unknown_location'; detail: string };
+
+export interface ApplyOptions {
+  /** HISTORY_GAP_SECONDS in milliseconds; 0 records every scan as its own history event. */
+  historyGapMs: number;
+}
+
+/** The current location of an asset and its open visit (its latest history event). */
+interface Position {
+  assetId: number;
+  orgId: number;
+  locationId: number;
+  lastSeenAt: number;
+  visitId: number;
+  visitStartedAt: number;
+  visitReadCount: number;
+}
+
+interface HistoryRow {
+  asset_id: number;
+  event_observed_at: number;
+  id: number;
+  location_id: number;
+  last_seen_at: number;
+  read_count: number;
+}
+
+const UNKNOWN = 0;
+const LOCATION_TAG = -1;
+
+/**
+ * A shard's scan state: prepared statements on the writer, the positions (current location and
+ * open visit of each scanned asset) kept in memory, and caches that resolve tags and locations.
+ * All of it is touched only from inside the shard's mailbox.
+ */
+class ScanStore {
+  private readonly positions = new Map<number, Position | null>();
+  private readonly tagCache = new Map<string, number>();
+  private readonly locationCache = new Map<string, number>();
+  private readonly applied = new Map<string, number>();
+  private epoch = -1;
+  private nextHistoryId: number;
+  private readonly s: Record<string, Database.Statement>;
+
+  constructor(private readonly db: Db) {
+    const p = (sql: string) => db.prepare(sql);
+    this.s = {
+      epoch: p('SELECT epoch FROM scan_resolution_epoch WHERE id = 1').pluck(),
+      tag: p(`SELECT t.asset_id, t.location_id, a.deleted_at AS asset_deleted_at FROM tags t LEFT JOIN assets a ON a.id = t.asset_id
+              WHERE t.org_id = ? AND t.tag_type = ? AND t.value = ? AND t.deleted_at IS NULL`),
+      locationById: p('SELECT id FROM locations WHERE id = ? AND org_id = ? AND deleted_at IS NULL').pluck(),
+      locationByKey: p('SELECT id FROM locations WHERE org_id = ? AND external_key = ? AND deleted_at IS NULL').pluck(),
+      locationByTag: p(`SELECT l.id FROM tags t JOIN locations l ON l.id = t.location_id
+                        WHERE t.org_id = ? AND t.tag_type = ? AND t.value = ? AND t.deleted_at IS NULL AND l.deleted_at IS NULL`).pluck(),
+      event: p('INSERT OR IGNORE INTO scan_events (org_id, event_id) VALUES (?, ?)'),
+      position: p('SELECT asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count FROM scan_positions WHERE asset_id = ?'),
+      savePosition: p(`INSERT INTO scan_positions (asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count)
+                       VALUES (?, ?, ?, ?, ?, ?, ?)
+                       ON CONFLICT (asset_id) DO UPDATE SET location_id = excluded.location_id, last_seen_at = excluded.last_seen_at,
+                         visit_id = excluded.visit_id, visit_started_at = excluded.visit_started_at, visit_read_count = excluded.visit_read_count`),
+      insertVisit: p('INSERT INTO scan_history (asset_id, event_observed_at, id, location_id, last_seen_at, read_count) VALUES (?, ?, ?, ?, ?, ?)'),
+      closeVisit: p('UPDATE scan_history SET last_seen_at = ?, read_count = ? WHERE asset_id = ? AND event_observed_at = ? AND id = ?'),
+      visitBefore: p(`SELECT asset_id, event_observed_at, id, location_id, last_seen_at, read_count FROM scan_history
+                      WHERE asset_id = ? AND event_observed_at <= ? ORDER BY event_observed_at DESC, id DESC LIMIT 1`),
+      extendVisit: p('UPDATE scan_history SET last_seen_at = max(last_seen_at, ?), read_count = read_count + 1 WHERE asset_id = ? AND event_observed_at = ? AND id = ?'),
+      appliedSeq: p('SELECT applied_seq FROM scan_ingest_state WHERE stream = ?').pluck(),
+      streamIdentity: p('SELECT stream_created FROM scan_ingest_state WHERE stream = ?').pluck(),
+      saveApplied: p(`INSERT INTO scan_ingest_state (stream, stream_created, applied_seq) VALUES (?, ?, ?)
+                      ON CONFLICT (stream) DO UPDATE SET applied_seq = excluded.applied_seq`),
+      bindStream: p(`INSERT INTO scan_ingest_state (stream, stream_created, applied_seq) VALUES (?, ?, 0)
+                     ON CONFLICT (stream) DO UPDATE SET stream_created = excluded.stream_created, applied_seq = 0`),
+    };
+    this.nextHistoryId = ((db.prepare('SELECT max(id) FROM scan_history').pluck().get() as number | null) ?? 0) + 1;
+  }
+
+  /**
+   * Records which incarnation of a stream the applied sequence refers to. A stream deleted and
+   * created again restarts at sequence 1: its applied sequence starts over (event ids still guard).
+   */
+  bindStream(stream: string, created: string): void {
+    if (this.s.streamIdentity.get(stream) === created) return;
+    this.s.bindStream.run(stream, created);
+    this.applied.set(stream, 0);
+  }
+
+  appliedSeq(stream: string): number {
+    let seq = this.applied.get(stream);
+    if (seq === undefined) {
+      seq = (this.s.appliedSeq.get(stream) as number | undefined) ?? 0;
+      this.applied.set(stream, seq);
+    }
+    return seq;
+  }
+
+  /** Applies scans in one transaction; the in-memory positions change only once it commits. */
+  applyBatch(items: SourcedScan[], options: ApplyOptions): ScanOutcome[] {
+    const touched = new Map<number, Position>();
+    const appliedSeqs = new Map<string, number>();
+    const outcomes = this.db.transaction(() => {
+      const epoch = this.s.epoch.get() as number;
+      if (epoch !== this.epoch) {
+        this.tagCache.clear();
+        this.locationCache.clear();
+        this.epoch = epoch;
+      }
+      const out: ScanOutcome[] = [];
+      for (const item of items) {
+        out.push(this.applyOne(item, options, touched, appliedSeqs));
+      }
+      for (const p of touched.values()) {
+        this.s.savePosition.run(p.assetId, p.orgId, p.locationId, p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount);
+      }
+      for (const [stream, seq] of appliedSeqs) this.s.saveApplied.run(stream, '', seq);
+      return out;
+    })();
+    for (const [assetId, p] of touched) this.positions.set(assetId, p);
+    for (const [stream, seq] of appliedSeqs) this.applied.set(stream, seq);
+    return outcomes;
+  }
+
+  private applyOne(item: SourcedScan, options: ApplyOptions, touched: Map<number, Position>, appliedSeqs: Map<string, number>): ScanOutcome {
+    const { scan, stream, seq } = item;
+    if (seq > 0) {
+      const applied = appliedSeqs.get(stream) ?? this.appliedSeq(stream);
+      if (seq <= applied) return { kind: 'redelivered' };
+      appliedSeqs.set(stream, seq);
+    }
+    const locationId = this.resolveLocation(scan.orgId, scan.location);
+    if (locationId === UNKNOWN) {
+      return { kind: 'dead', reason: 'unknown_location', detail: `${describeLocation(scan.location)} does not resolve to a live location of org ${scan.orgId}` };
+    }
+    if (this.s.event.run(scan.orgId, scan.eventId).changes === 0) return { kind: 'duplicate' };
+    let readsApplied = 0;
+    let unknownTags = 0;
+    let locationTags = 0;
+    const seen = scan.reads.length > 1 ? new Set<number>() : undefined;
+    for (const read of scan.reads) {
+      const assetId = this.resolveTag(scan.orgId, read.tagType, read.value);
+      if (assetId === UNKNOWN) unknownTags++;
+      else if (assetId === LOCATION_TAG) locationTags++;
+      else {
+        readsApplied++;
+        // Several tags of one asset in one scan are one observation of it.
+        if (seen !== undefined) {
+          if (seen.has(assetId)) continue;
+          seen.add(assetId);
+        }
+        this.observe(scan, assetId, locationId, options.historyGapMs, touched);
+      }
+    }
+    return { kind: 'applied', readsApplied, unknownTags, locationTags };
+  }
+
+  private resolveTag(orgId: number, tagType: string, value: string): number {
+    const key = `${orgId}\u0001${tagType}\u0001${value}`;
+    let assetId = this.tagCache.get(key);
+    if (assetId === undefined) {
+      const row = this.s.tag.get(orgId, tagType, value) as { asset_id: number | null; location_id: number | null; asset_deleted_at: number | null } | undefined;
+      if (row === undefined) assetId = UNKNOWN;
+      else if (row.asset_id !== null) assetId = row.asset_deleted_at === null ? row.asset_id : UNKNOWN;
+      else assetId = row.location_id !== null ? LOCATION_TAG : UNKNOWN;
+      if (this.tagCache.size >= 500_000) this.tagCache.clear();
+      this.tagCache.set(key, assetId);
+    }
+    return assetId;
+  }
+
+  private resolveLocation(orgId: number, ref: LocationRef): number {
+    const key = 'id' in ref ? `${orgId}\u0001#${ref.id}` : 'externalKey' in ref ? `${orgId}\u0001${ref.externalKey}` : `${orgId}\u0001${ref.tagType}\u0001${ref.value}`;
+    let id = this.locationCache.get(key);
+    if (id === undefined) {
+      let found: number | undefined;
+      if ('id' in ref) found = this.s.locationById.get(ref.id, orgId) as number | undefined;
+      else if ('externalKey' in ref) found = this.s.locationByKey.get(orgId, ref.externalKey) as number | undefined;
+      else found = this.s.locationByTag.get(orgId, ref.tagType, ref.value) as number | undefined;
+      id = found ?? UNKNOWN;
+      if (this.locationCache.size >= 100_000) this.locationCache.clear();
+      this.locationCache.set(key, id);
+    }
+    return id;
+  }
+
+  private position(assetId: number, touched: Map<number, Position>): Position | undefined {
+    const inBatch = touched.get(assetId);
+    if (inBatch !== undefined) return inBatch;
+    let committed = this.positions.get(assetId);
+    if (committed === undefined) {
+      const row = this.s.position.get(assetId) as Record<string, number> | undefined;
+      committed = row === undefined ? null : {
+        assetId,
+        orgId: row.org_id,
+        locationId: row.location_id,
+        lastSeenAt: row.last_seen_at,
+        visitId: row.visit_id,
+        visitStartedAt: row.visit_started_at,
+        visitReadCount: row.visit_read_count,
+      };
+      this.positions.set(assetId, committed);
+    }
+    if (committed === null) return undefined;
+    const copy = { ...committed };
+    touched.set(assetId, copy);
+    return copy;
+  }
+
+  private insertVisit(assetId: number, locationId: number, at: number): number {
+    const id = this.nextHistoryId++;
+    this.s.insertVisit.run(assetId, at, id, locationId, at, 1);
+    return id;
+  }
+
+  /** Visits (operations.md section 3): extend the visit a scan falls in, else start an event. */
+  private observe(scan: CanonicalScan, assetId: number, locationId: number, gapMs: number, touched: Map<number, Position>): void {
+    const t = scan.observedAt;
+    const p = this.position(assetId, touched);
+    if (p === undefined) {
+      const visitId = this.insertVisit(assetId, locationId, t);
+      touched.set(assetId, { assetId, orgId: scan.orgId, locationId, lastSeenAt: t, visitId, visitStartedAt: t, visitReadCount: 1 });
+      return;
+    }
+    if (t >= p.lastSeenAt) {
+      if (gapMs > 0 && locationId === p.locationId && t - p.lastSeenAt <= gapMs) {
+        p.lastSeenAt = t;
+        p.visitReadCount++;
+        return;
+      }
+      // The open visit closes: its history row gets the figures kept on the position so far.
+      if (p.visitReadCount !== 1 || p.lastSeenAt !== p.visitStartedAt) {
+        this.s.closeVisit.run(p.lastSeenAt, p.visitReadCount, assetId, p.visitStartedAt, p.visitId);
+      }
+      p.visitId = this.insertVisit(assetId, locationId, t);
+      p.locationId = locationId;
+      p.lastSeenAt = t;
+      p.visitStartedAt = t;
+      p.visitReadCount = 1;
+      return;
+    }
+    // A late scan: history only; the current location stays with the greatest observed_at.
+    if (gapMs > 0) {
+      if (t >= p.visitStartedAt && locationId === p.locationId) {
+        p.visitReadCount++;
+        return;
+      }
+      const before = this.s.visitBefore.get(assetId, t) as HistoryRow | undefined;
+      if (before !== undefined && before.id !== p.visitId && before.location_id === locationId && t - before.last_seen_at <= gapMs) {
+        this.s.extendVisit.run(t, assetId, before.event_observed_at, before.id);
+        return;
+      }
+    }
+    this.insertVisit(assetId, locationId, t);
+  }
+}
+
+function storeOf(shard: Shard): ScanStore {
+  return shard.local('scans', (s) => new ScanStore(s.writer));
+}
+
+/**
+ * Applies canonical scans to a shard in one SQLite transaction, through the shard's mailbox.
+ * Every scan source (SCANS consumer, reader adapters, benchmarks) feeds this function; the caller
+ * acks its messages only after the returned promise resolves.
+ */
+export function applyScanBatch(shard: Shard, items: SourcedScan[], options: ApplyOptions): Promise<ScanOutcome[]> {
+  return shard.write(() => storeOf(shard).applyBatch(items, options));
+}
+
+/** Binds the shard's applied sequence to a stream incarnation (its creation time). */
+export function bindStream(shard: Shard, stream: string, created: string): Promise<void> {
+  return shard.write(() => storeOf(shard).bindStream(stream, created));
+}
+
+export type { CanonicalScan };

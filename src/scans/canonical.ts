@@ -1,0 +1,34 @@
+/**
+ * The canonical scan: what every scan source (the SCANS JSON messages, later the CS463 reader
+ * adapter on stream READERS) is turned into before it reaches a shard. The apply pipeline
+ * (`applyScanBatch` in apply.ts) only ever sees this shape.
+ */
+export type LocationRef = { id: number } | { externalKey: string } | { tagType: string; value: string };
+
+export interface TagRead {
+  tagType: string;
+  value: string;
+}
+
+export interface CanonicalScan {
+  orgId: number;
+  /** 1..64 chars, unique per org; a repeat is a no-op. */
+  eventId: string;
+  /** Milliseconds since the epoch (sub-millisecond input truncated). */
+  observedAt: number;
+  location: LocationRef;
+  reads: TagRead[];
+}
+
+/** A scan in hand with where it came from: the stream and its sequence (0 when not from a stream). */
+export interface SourcedScan {
+  scan: CanonicalScan;
+  stream: string;
+  seq: number;
+}
+
+export function describeLocation(ref: LocationRef): string {
+  if ('id' in ref) return `location id ${ref.id}`;
+  if ('externalKey' in ref) return `location external_key ${JSON.stringify(ref.externalKey)}`;
+  return `location tag ${ref.tagType}:${JSON.stringify(ref.value)}`;
+}

@@ -1,0 +1,41 @@
+import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
+import { JetStreamApiCodes, JetStreamApiError, StorageType, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
+
+export const SCANS_STREAM = 'SCANS';
+export const SCANS_DEAD_STREAM = 'SCANS_DEAD';
+/** Publish-side de-duplication window for Nats-Msg-Id (the event id). */
+export const DUPLICATE_WINDOW_MS = 2 * 60_000;
+
+export function isApiError(err: unknown, code: number): boolean {
+  return err instanceof JetStreamApiError && err.code === code;
+}
+
+async function ensureStream(jsm: JetStreamManager, name: string, subject: string): Promise<StreamInfo> {
+  try {
+    return await jsm.streams.info(name);
+  } catch (err) {
+    if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
+  }
+  try {
+    return await jsm.streams.add({ name, subjects: [subject], storage: StorageType.File, duplicate_window: nanos(DUPLICATE_WINDOW_MS) });
+  } catch (err) {
+    // Another process created it between our two calls.
+    return jsm.streams.info(name).catch(() => Promise.reject(err));
+  }
+}
+
+/** Creates SCANS (`scans.>`) and SCANS_DEAD (`scans_dead.>`) when missing; never deletes or rewrites them. */
+export async function ensureScanStreams(jsm: JetStreamManager): Promise<{ scans: StreamInfo; dead: StreamInfo }> {
+  const scans = await ensureStream(jsm, SCANS_STREAM, 'scans.>');
+  const dead = await ensureStream(jsm, SCANS_DEAD_STREAM, 'scans_dead.>');
+  return { scans, dead };
+}
+
+export function connectNats(natsUrl: string, name: string, options: { reconnect: boolean }): Promise<NatsConnection> {
+  return connect({
+    servers: natsUrl.split(',').map((s) => s.trim()),
+    name,
+    maxReconnectAttempts: options.reconnect ? -1 : 0,
+    reconnectTimeWait: 250,
+  });
+}
