@@ -3,10 +3,11 @@ import { assetRoutes } from './assets/routes.js';
 import { locationRoutes } from './locations/routes.js';
 import { opsRoutes } from './ops/routes.js';
 import { orgRoutes } from './orgs/routes.js';
+import { scanRoutes } from './scans/routes.js';
 import type { Services } from './services.js';
 
 /** Every route of the service; each feature contributes its own list. */
 export function allRoutes(services: Services): Route[] {
-  const api: Route[] = [...orgRoutes(services), ...locationRoutes(), ...assetRoutes()];
+  const api: Route[] = [...orgRoutes(services), ...locationRoutes(), ...assetRoutes(), ...scanRoutes()];
   return [...api, ...opsRoutes(services, () => api)];
 }

@@ -1,0 +1,83 @@
+import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { ulid } from 'ulid';
+import type { Teardown, Trackd } from './trackd.js';
+
+export async function natsClient(t: Teardown, url: string): Promise<NatsConnection> {
+  const nc = await connect({ servers: url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  t.teardown(() => nc.close());
+  return nc;
+}
+
+export interface ScanBody {
+  event_id?: string;
+  observed_at?: string;
+  location?: Record<string, unknown>;
+  reads?: { tag_type: string; value: string }[];
+  [key: string]: unknown;
+}
+
+export function scanBody(location: string, tags: string[], observedAt: Date | string = new Date(), extra: Partial<ScanBody> = {}): ScanBody {
+  return {
+    event_id: ulid(),
+    observed_at: typeof observedAt === 'string' ? observedAt : observedAt.toISOString(),
+    location: { external_key: location },
+    reads: tags.map((t) => ({ tag_type: t.slice(0, t.indexOf(':')), value: t.slice(t.indexOf(':') + 1) })),
+    ...extra,
+  };
+}
+
+/** Publishes to SCANS and waits for the PubAck; the Nats-Msg-Id defaults to the event id. */
+export async function publish(
+  nc: NatsConnection,
+  subject: string,
+  body: ScanBody | string | Uint8Array,
+  msgId?: string | null,
+): Promise<{ seq: number; duplicate: boolean }> {
+  const data = typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body);
+  const h = headers();
+  const id = msgId === undefined ? (typeof body === 'object' && !(body instanceof Uint8Array) ? body.event_id : undefined) : msgId;
+  if (id) h.set('Nats-Msg-Id', id);
+  const ack = await jetstream(nc).publish(subject, data, { headers: h });
+  return { seq: ack.seq, duplicate: ack.duplicate };
+}
+
+export interface DeadLetterView {
+  subject: string;
+  reason: string | undefined;
+  detail: string | undefined;
+  originalSeq: string | undefined;
+  data: string;
+}
+
+/** Every message in SCANS_DEAD, read by sequence. */
+export async function deadLetters(nc: NatsConnection): Promise<DeadLetterView[]> {
+  const jsm = await jetstreamManager(nc);
+  let info;
+  try {
+    info = await jsm.streams.info('SCANS_DEAD');
+  } catch {
+    return [];
+  }
+  const out: DeadLetterView[] = [];
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+    const m = await jsm.streams.getMessage('SCANS_DEAD', { seq });
+    if (m === null) continue;
+    out.push({
+      subject: m.subject,
+      reason: m.header.get('Trackd-Dead-Reason') || undefined,
+      detail: m.header.get('Trackd-Dead-Detail') || undefined,
+      originalSeq: m.header.get('Trackd-Original-Seq') || undefined,
+      data: m.string(),
+    });
+  }
+  return out;
+}
+
+/** The value of one Prometheus sample from /metrics (0 when absent). */
+export async function metric(trackd: Trackd, name: string, labels = ''): Promise<number> {
+  const res = await trackd.request('GET', '/metrics');
+  const prefix = labels === '' ? `${name} ` : `${name}{${labels}} `;
+  const line = res.text.split('\n').find((l) => l.startsWith(prefix));
+  return line === undefined ? 0 : Number(line.slice(prefix.length));
+}
