@@ -1,7 +1,7 @@
 import t from 'tap';
 import { ulid } from 'ulid';
 import { eventually, startTrackd } from './helpers/trackd.js';
-import { seedFixture, type SeedSpec, type Seeded } from './helpers/masterdata.js';
+import { seed, type SeedSpec, type Seeded } from './helpers/masterdata.js';
 import { deadLetters, metric, natsClient, publish, scanBody } from './helpers/scans.js';
 
 const SPEC: SeedSpec = {
@@ -20,7 +20,7 @@ const SPEC: SeedSpec = {
 const trackd = await startTrackd(t);
 const org = trackd.createOrg('Scans Org');
 const token = trackd.createKey(org.id, ['tracking:read']).token;
-const ids: Seeded = await seedFixture(trackd, org.id, SPEC);
+const ids: Seeded = await seed(trackd, trackd.createKey(org.id).token, SPEC);
 const nc = await natsClient(t, trackd.natsUrl);
 const subject = `scans.${org.id}.fixed`;
 
@@ -186,8 +186,8 @@ t.test('messages that can never apply are acked and dead-lettered with their rea
 t.test('HISTORY_GAP_SECONDS=0 records every scan as its own event', async (t) => {
   const raw = await startTrackd(t, { env: { HISTORY_GAP_SECONDS: '0', SHARDS: '1' } });
   const rawOrg = raw.createOrg('Raw');
-  const rawToken = raw.createKey(rawOrg.id, ['tracking:read']).token;
-  const rawIds = await seedFixture(raw, rawOrg.id, { locations: [{ external_key: 'DOCK-1' }], assets: [{ external_key: 'RAW-1', tags: ['rfid:R1'] }] });
+  const rawToken = raw.createKey(rawOrg.id).token;
+  const rawIds = await seed(raw, rawToken, { locations: [{ external_key: 'DOCK-1' }], assets: [{ external_key: 'RAW-1', tags: ['rfid:R1'] }] });
   const rawNc = await natsClient(t, raw.natsUrl);
   const base = Date.now() - 600_000;
   for (const s of [0, 1, 2, 1]) await publish(rawNc, `scans.${rawOrg.id}.fixed`, scanBody('DOCK-1', ['rfid:R1'], at(base, s)));

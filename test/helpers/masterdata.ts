@@ -28,39 +28,3 @@ export async function seed(trackd: Trackd, token: string, spec: SeedSpec): Promi
   return out;
 }
 
-let fixtureId = 900_000;
-
-/**
- * Test-only fallback while the master-data REST endpoints are not on main: writes rows straight
- * into the org's shard file with trackd stopped, then restarts it.
- */
-export async function seedFixture(trackd: Trackd, orgId: number, spec: SeedSpec): Promise<Seeded> {
-  const { default: Database } = await import('better-sqlite3');
-  const path = await import('node:path');
-  await trackd.stop();
-  const shards = Number(trackd.env.SHARDS ?? '2');
-  const db = new Database(path.join(trackd.dataDir, 'shards', `shard-${(orgId - 1) % shards}.sqlite`));
-  const now = Date.now();
-  const out: Seeded = { locations: {}, assets: {} };
-  const tag = db.prepare('INSERT INTO tags (id, org_id, tag_type, value, asset_id, location_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
-  const addTags = (tags: string[] | undefined, assetId: number | null, locationId: number | null) => {
-    for (const t of tagBody(tags)) tag.run(fixtureId++, orgId, t.tag_type, t.value, assetId, locationId, now);
-  };
-  db.transaction(() => {
-    for (const l of spec.locations) {
-      const id = fixtureId++;
-      db.prepare('INSERT INTO locations (id, org_id, external_key, name, valid_from, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(id, orgId, l.external_key, l.name ?? l.external_key, now - 1000, now, now);
-      addTags(l.tags, null, id);
-      out.locations[l.external_key] = id;
-    }
-    for (const a of spec.assets) {
-      const id = fixtureId++;
-      db.prepare('INSERT INTO assets (id, org_id, external_key, name, valid_from, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(id, orgId, a.external_key, a.name ?? a.external_key, now - 1000, now, now);
-      addTags(a.tags, id, null);
-      out.assets[a.external_key] = id;
-    }
-  })();
-  db.close();
-  await trackd.restart();
-  return out;
-}
