@@ -53,7 +53,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const firstError = Value.Errors(ConfigSchema, raw).First();
   if (firstError) {
     const name = firstError.path.replace(/^\//, '') || 'configuration';
-    throw new ConfigError(`${name}: ${firstError.message}, got ${JSON.stringify(raw[name])}`);
+    const literals = (firstError.schema.anyOf as { const?: unknown }[] | undefined)?.map((m) => m.const);
+    const message = literals ? `must be one of ${literals.join(', ')}` : firstError.message;
+    throw new ConfigError(`${name}: ${message}, got ${JSON.stringify(raw[name])}`);
   }
   const config = raw as Config;
   config.DATA_DIR = path.resolve(config.DATA_DIR);

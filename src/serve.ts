@@ -26,7 +26,7 @@ export async function serve(config: Config): Promise<RunningService> {
   fs.mkdirSync(config.DATA_DIR, { recursive: true });
   const control = await ControlPlane.open(config.DATA_DIR);
   const signingKey = await loadSigningKey(config.DATA_DIR);
-  const authenticator = new Authenticator(control, signingKey, config.TRACKD_ENV);
+  const authenticator = new Authenticator(control, signingKey, config.TRACKD_ENV, logger);
   const shards = new ShardRegistry(config.DATA_DIR, control);
   await shards.openAll(config.SHARDS);
   const services: Services = { config, logger, metrics, control, shards, readiness: { storage: true, consumer: false } };
@@ -52,13 +52,19 @@ export async function serve(config: Config): Promise<RunningService> {
   });
   http.addRoutes(allRoutes(services));
   let ingest: ScanIngest | undefined;
+  let port: number;
   try {
     ingest = await startScanIngest(services, natsUrl);
+    port = await http.listen();
   } catch (err) {
+    // Leave nothing behind (the embedded nats-server is a child process that would outlive us).
+    await ingest?.stop().catch(() => undefined);
     await embedded?.stop();
+    await shards.closeAll();
+    authenticator.close();
+    control.close();
     throw err;
   }
-  const port = await http.listen();
   logger.info({ port, host: config.HOST, data_dir: config.DATA_DIR, shards: config.SHARDS }, 'listening');
 
   let stopping: Promise<void> | undefined;

@@ -1,5 +1,6 @@
 import { ApiError } from '../errors/catalog.js';
 import type { ControlPlane } from '../control/controlPlane.js';
+import type { Logger } from '../log.js';
 import type { SigningKey } from './signingKey.js';
 import { verifySignature } from './tokens.js';
 
@@ -44,6 +45,7 @@ export class Authenticator {
     private readonly control: ControlPlane,
     private readonly key: SigningKey,
     private readonly env: string,
+    private readonly logger: Logger,
   ) {
     this.timer = setInterval(() => this.pollRevocations(), REVOCATION_POLL_MS);
     this.timer.unref();
@@ -54,9 +56,14 @@ export class Authenticator {
   }
 
   private pollRevocations(): void {
-    const since = this.lastPoll - 5_000;
-    this.lastPoll = Date.now();
-    for (const row of this.control.revokedSince(since)) this.revoked.add(row.id);
+    const now = Date.now();
+    try {
+      for (const row of this.control.revokedSince(this.lastPoll - 5_000)) this.revoked.add(row.id);
+      this.lastPoll = now;
+    } catch (err) {
+      // A timer callback must not throw (it would end the process); the next poll retries the same span.
+      this.logger.error({ err }, 'revocation poll failed');
+    }
   }
 
   /** Extracts the token from the Authorization header, or throws the 401 for its absence or shape. */

@@ -1,6 +1,5 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
-import { serve } from '../serve.js';
 import { CliError, type Command } from './common.js';
 import { scansPublish } from '../scans/publishCommand.js';
 import { keysCreate, keysList, keysRevoke, orgsCreate, orgsList, sessionsCreate } from './orgsAndKeys.js';
@@ -30,7 +29,10 @@ function fail(message: string): never {
 }
 
 async function runServe(): Promise<void> {
-  const service = await serve(loadConfig());
+  const config = loadConfig();
+  // Loaded here so that the other commands do not pay for the server's modules (uWS, NATS, ajv).
+  const { serve } = await import('../serve.js');
+  const service = await serve(config);
   let signals = 0;
   const onSignal = () => {
     if (signals++ > 0) return;

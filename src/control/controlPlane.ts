@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { controlMigrations } from '../../migrations/control/index.js';
-import { migrate, openDatabase, type Db } from '../storage/sqlite.js';
+import { migrate, openDatabase, StatementCache, type Db } from '../storage/sqlite.js';
 
 export interface OrgRow {
   id: number;
@@ -31,7 +31,12 @@ const ID_BLOCK_SIZE = 1000;
  * Shared by the server and the CLI (both open the same file under DATA_DIR).
  */
 export class ControlPlane {
-  private constructor(readonly db: Db) {}
+  /** Statements on the request path (/orgs/me, first sight of a key, the revocation poll), prepared once. */
+  private readonly statements: StatementCache;
+
+  private constructor(readonly db: Db) {
+    this.statements = new StatementCache(db);
+  }
 
   static async open(dataDir: string): Promise<ControlPlane> {
     const file = path.join(dataDir, 'control.sqlite');
@@ -60,7 +65,7 @@ export class ControlPlane {
   }
 
   getOrg(id: number): OrgRow | undefined {
-    return this.db.prepare('SELECT id, name, shard FROM orgs WHERE id = ?').get(id) as OrgRow | undefined;
+    return this.statements.get('SELECT id, name, shard FROM orgs WHERE id = ?').get(id) as OrgRow | undefined;
   }
 
   createKey(input: { orgId: number; name: string; scopes: string[]; env: string; expiresAt: number | null }): ApiKeyRow {
@@ -88,7 +93,7 @@ export class ControlPlane {
   }
 
   getKey(id: string): ApiKeyRow | undefined {
-    const r = this.db.prepare('SELECT * FROM api_keys WHERE id = ?').get(id) as ApiKeyRecord | undefined;
+    const r = this.statements.get('SELECT * FROM api_keys WHERE id = ?').get(id) as ApiKeyRecord | undefined;
     return r && { ...r, scopes: JSON.parse(r.scopes) as string[] };
   }
 
@@ -101,7 +106,7 @@ export class ControlPlane {
 
   /** Keys revoked at or after `since` (ms); the server polls this to apply revocations within a second. */
   revokedSince(since: number): { id: string; revoked_at: number }[] {
-    return this.db.prepare('SELECT id, revoked_at FROM api_keys WHERE revoked_at >= ?').all(since) as {
+    return this.statements.get('SELECT id, revoked_at FROM api_keys WHERE revoked_at >= ?').all(since) as {
       id: string;
       revoked_at: number;
     }[];

@@ -8,7 +8,8 @@ import type { ShardRegistry } from '../shards/registry.js';
 import type { Shard } from '../shards/shard.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../ops/metrics.js';
-import { RateLimiter, type RateDecision } from './rateLimit.js';
+import type { Cell, HistogramSeries } from '../ops/metrics.js';
+import { RateLimiter, type RateWindow } from './rateLimit.js';
 import { Router, type Method } from './router.js';
 import { parsePathId, parseQuery } from './query.js';
 import { compileValidator, type BodyValidator } from './validation.js';
@@ -52,11 +53,19 @@ interface Pending {
   done: boolean;
   method: string;
   path: string;
+  /** Under /api/: rate limited and carries the X-RateLimit-* headers. */
+  isApi: boolean;
   requestId: string;
-  rate: RateDecision | undefined;
+  rate: RateWindow | undefined;
   started: number;
   route: string;
 }
+
+interface RequestSeries {
+  count: Cell;
+  latency: HistogramSeries;
+}
+
 
 export interface HttpServerOptions {
   host: string;
@@ -81,15 +90,22 @@ export class HttpServer {
   private inFlight = 0;
   private draining = false;
   private drained: (() => void) | undefined;
+  /** route -> method -> status -> metric series, so finishing a request does no label formatting. */
+  private readonly series = new Map<string, Map<string, Map<number, RequestSeries>>>();
   port = 0;
+
+  private readonly limitText: string;
 
   constructor(private readonly options: HttpServerOptions) {
     this.limiter = new RateLimiter(options.rateLimitPerMinute);
+    this.limitText = String(options.rateLimitPerMinute);
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
 
   addRoutes(routes: Route[]): void {
     for (const route of routes) {
+      // The OpenAPI document is built from this table: nothing undescribed may be served under /api/v1/.
+      if (route.undocumented && route.path.startsWith('/api/v1/')) throw new Error(`route ${route.method} ${route.path} must be documented`);
       const paramNames = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
       this.router.add(route.method, route.path, {
         route,
@@ -136,7 +152,18 @@ export class HttpServer {
     const contentType = req.getHeader('content-type');
     const contentLength = req.getHeader('content-length');
 
-    const p: Pending = { res, aborted: false, done: false, method, path, requestId, rate: undefined, started, route: 'unmatched' };
+    const p: Pending = {
+      res,
+      aborted: false,
+      done: false,
+      method,
+      path,
+      isApi: path.startsWith('/api/'),
+      requestId,
+      rate: undefined,
+      started,
+      route: 'unmatched',
+    };
     res.onAborted(() => {
       p.aborted = true;
       this.finish(p, 499);
@@ -150,7 +177,6 @@ export class HttpServer {
     const isHead = method === 'HEAD';
     const compiled = match.handlers.get((isHead ? 'GET' : method) as Method);
     if (compiled === undefined) {
-
       const allow: string[] = [...match.handlers.keys()];
       if (allow.includes('GET')) allow.splice(allow.indexOf('GET') + 1, 0, 'HEAD');
       const allowText = allow.join(', ');
@@ -159,7 +185,7 @@ export class HttpServer {
     p.route = compiled.metricRoute;
     const route = compiled.route;
 
-    let body: Promise<Buffer> | undefined;
+    let body: Promise<Buffer | undefined> | undefined;
     if (route.body !== undefined) {
       const declared = contentLength === '' ? undefined : Number(contentLength);
       if (declared !== undefined && declared > MAX_BODY_BYTES) return this.fail(p, tooLarge(), true);
@@ -189,7 +215,7 @@ export class HttpServer {
     verifying: Promise<Principal>,
     rawQuery: string,
     contentType: string,
-    body: Promise<Buffer> | undefined,
+    body: Promise<Buffer | undefined> | undefined,
     isHead: boolean,
     params: Record<string, string>,
   ): Promise<void> {
@@ -208,19 +234,15 @@ export class HttpServer {
     principal: Principal | undefined,
     rawQuery: string,
     contentType: string,
-    bodyPromise: Promise<Buffer> | undefined,
+    bodyPromise: Promise<Buffer | undefined> | undefined,
     isHead: boolean,
     rawParams: Record<string, string>,
   ): Promise<void> {
     const route = compiled.route;
     try {
-      if (p.path.startsWith('/api/')) {
-        p.rate = this.limiter.take(principal ? principal.apiKeyId : `ip:${remoteAddress(p.res)}`, Date.now());
-        if (!p.rate.allowed) {
-          throw new ApiError('rate_limited', `Rate limit of ${p.rate.limit} requests per minute exceeded; retry after ${p.rate.resetSeconds} seconds`, {
-            headers: { 'Retry-After': String(p.rate.resetSeconds) },
-          });
-        }
+      if (p.isApi && principal !== undefined) {
+        p.rate = this.limiter.take(principal.apiKeyId, Date.now());
+        if (!this.limiter.allowed(p.rate)) throw this.rateLimited(p.rate);
       }
       if (principal !== undefined && route.scopes !== undefined) {
         const missing = route.scopes.filter((s) => !principal.scopes.has(s));
@@ -247,6 +269,7 @@ export class HttpServer {
           );
         }
         const raw = await bodyPromise;
+        if (raw === undefined) return; // over the limit: already answered 413
         body = parseJsonObject(raw, route.method === 'PATCH');
         errors.push(...compiled.validateBody!(body));
         if (route.body.check) errors.push(...route.body.check(body));
@@ -270,16 +293,17 @@ export class HttpServer {
     }
   }
 
-  private readBody(p: Pending): Promise<Buffer> {
-    return new Promise((resolve, reject) => {
+  /** Resolves with the whole body, or undefined once it passed the limit (413 already sent); never rejects. */
+  private readBody(p: Pending): Promise<Buffer | undefined> {
+    return new Promise((resolve) => {
       const chunks: Buffer[] = [];
       let size = 0;
       p.res.onData((chunk, isLast) => {
         if (p.done) return;
         size += chunk.byteLength;
         if (size > MAX_BODY_BYTES) {
-          reject(tooLarge());
           this.fail(p, tooLarge(), true);
+          resolve(undefined);
           return;
         }
         // uWS neuters the chunk when this callback returns: copy it.
@@ -289,37 +313,49 @@ export class HttpServer {
     });
   }
 
+  private rateLimited(w: RateWindow): ApiError {
+    const retryAfter = this.limiter.resetSeconds(w, Date.now());
+    return new ApiError('rate_limited', `Rate limit of ${this.limiter.limit} requests per minute exceeded; retry after ${retryAfter} seconds`, {
+      headers: { 'Retry-After': String(retryAfter) },
+    });
+  }
+
   private fail(p: Pending, err: unknown, closeConnection = false): void {
     const apiError = asApiError(err);
     if (apiError.status === 500) {
       this.options.logger.error({ request_id: p.requestId, err, method: p.method, path: p.path }, 'unhandled error');
     }
-    this.send(
-      p,
-      { status: apiError.status, body: errorEnvelope(apiError, p.path, p.requestId), headers: apiError.headers },
-      p.method === 'HEAD',
-      closeConnection,
-    );
+    this.send(p, this.errorReply(p, apiError), p.method === 'HEAD', closeConnection);
+  }
+
+  private errorReply(p: Pending, apiError: ApiError): Reply {
+    return { status: apiError.status, body: errorEnvelope(apiError, p.path, p.requestId), headers: apiError.headers };
   }
 
   private send(p: Pending, reply: Reply, isHead: boolean, closeConnection = false): void {
     if (p.aborted || p.done) return;
+    // Every public-surface response carries the rate-limit headers. A request that never got as far as
+    // an API key (no auth needed, or it failed) is counted against the client address, with the same budget.
+    if (p.rate === undefined && p.isApi) {
+      p.rate = this.limiter.take(`ip:${remoteAddress(p.res)}`, Date.now());
+      if (!this.limiter.allowed(p.rate)) reply = this.errorReply(p, this.rateLimited(p.rate));
+    }
     p.done = true;
-    // Every public-surface response carries the rate-limit headers; before authentication the client address is the key.
-    if (p.rate === undefined && p.path.startsWith('/api/')) p.rate = this.limiter.take(`ip:${remoteAddress(p.res)}`, Date.now());
     const text = reply.text ?? (reply.body === undefined ? undefined : JSON.stringify(reply.body));
     const res = p.res;
     res.cork(() => {
       res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
       res.writeHeader('X-Request-ID', p.requestId);
       if (p.rate !== undefined) {
-        res.writeHeader('X-RateLimit-Limit', String(p.rate.limit));
-        res.writeHeader('X-RateLimit-Remaining', String(p.rate.remaining));
-        res.writeHeader('X-RateLimit-Reset', String(p.rate.resetSeconds));
+        res.writeHeader('X-RateLimit-Limit', this.limitText);
+        res.writeHeader('X-RateLimit-Remaining', String(this.limiter.remaining(p.rate)));
+        res.writeHeader('X-RateLimit-Reset', String(this.limiter.resetSeconds(p.rate, Date.now())));
       }
       if (reply.headers !== undefined) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]);
       if (text === undefined) {
-        res.endWithoutBody(undefined, closeConnection);
+        // 204 has no body by definition; anything else without one (301) says so with Content-Length: 0.
+        if (reply.status === 204 || isHead) res.endWithoutBody(reply.status === 204 ? undefined : 0, closeConnection);
+        else res.end(undefined, closeConnection);
       } else {
         res.writeHeader('Content-Type', reply.contentType ?? 'application/json');
         if (isHead) res.endWithoutBody(Buffer.byteLength(text), closeConnection);
@@ -334,9 +370,10 @@ export class HttpServer {
     const seconds = (performance.now() - p.started) / 1000;
     p.started = -1;
     this.inFlight--;
-    const { metrics, logger } = this.options;
-    metrics.inc('http_requests_total', 'HTTP requests by route, method and status', { route: p.route, method: p.method, status });
-    metrics.observe('http_request_duration_seconds', 'HTTP request latency by route, method and status', { route: p.route, method: p.method, status }, seconds);
+    const series = this.requestSeries(p.route, p.method, status);
+    series.count.value++;
+    series.latency.observe(seconds);
+    const logger = this.options.logger;
     if (logger.isLevelEnabled('info')) {
       logger.info(
         { request_id: p.requestId, method: p.method, route: p.route, path: p.path, status, duration_ms: Math.round(seconds * 1e6) / 1e3 },
@@ -344,6 +381,24 @@ export class HttpServer {
       );
     }
     if (this.draining && this.inFlight === 0) this.drained?.();
+  }
+
+  private requestSeries(route: string, method: string, status: number): RequestSeries {
+    let byMethod = this.series.get(route);
+    if (byMethod === undefined) this.series.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
+    let series = byStatus.get(status);
+    if (series === undefined) {
+      const labels = { route, method, status };
+      const { metrics } = this.options;
+      series = {
+        count: metrics.counter('http_requests_total', 'HTTP requests by route, method and status', labels),
+        latency: metrics.histogram('http_request_duration_seconds', 'HTTP request latency by route, method and status', labels),
+      };
+      byStatus.set(status, series);
+    }
+    return series;
   }
 }
 

@@ -6,25 +6,79 @@ import { ID_MAX } from '../http/query.js';
 
 type Json = Record<string, unknown>;
 
-/** TypeBox schema to an OpenAPI 3.0 schema: plain JSON, custom keywords turned into their 3.0 form. */
-export function toOpenApiSchema(schema: TSchema | Json): Json {
-  const walk = (node: unknown): unknown => {
-    if (Array.isArray(node)) return node.map(walk);
-    if (node === null || typeof node !== 'object') return node;
-    // A schema may carry a different documented form (e.g. oneOf variants over a flat validation schema).
-    if ('x-openapi' in node) return walk((node as Json)['x-openapi']);
-    const out: Json = {};
-    for (const [key, value] of Object.entries(node)) {
-      if (key === '$id' || key === 'x-int64') continue;
-      if (key === 'x-timestamp') {
-        out.format = 'date-time';
-        continue;
-      }
-      out[key] = walk(value);
+const DROPPED_KEYWORDS = new Set(['$id', '$schema', 'x-int64', 'x-timestamp', 'x-pattern-message', 'examples']);
+
+function isNullSchema(node: unknown): boolean {
+  return typeof node === 'object' && node !== null && (node as Json).type === 'null' && Object.keys(node).length === 1;
+}
+
+/** `{ ...schema, nullable: true }`, wrapping a bare `$ref` in allOf (3.0 ignores siblings of `$ref`). */
+function makeNullable(schema: Json): Json {
+  return '$ref' in schema ? { allOf: [schema], nullable: true } : { ...schema, nullable: true };
+}
+
+/** anyOf of literals of one scalar type, as TypeBox writes `Union([Literal(a), Literal(b)])`. */
+function literalUnion(members: Json[]): Json | undefined {
+  const type = members[0]?.type;
+  if (typeof type !== 'string' || type === 'object' || type === 'array') return undefined;
+  if (!members.every((m) => m.type === type && 'const' in m && Object.keys(m).length === 2)) return undefined;
+  return { type, enum: members.map((m) => m.const) };
+}
+
+function convert(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(convert);
+  if (node === null || typeof node !== 'object') return node;
+  const input = node as Json;
+  // A schema may carry a different documented form (e.g. oneOf variants over a flat validation schema).
+  if ('x-openapi' in input) return convert(input['x-openapi']);
+  let out: Json = {};
+  for (const [key, value] of Object.entries(input)) {
+    if (DROPPED_KEYWORDS.has(key)) continue;
+    if (key === 'const') out.enum = [value];
+    else if (key === 'patternProperties') out.additionalProperties = convert(Object.values(value as Json)[0] ?? {});
+    else if (key === 'exclusiveMinimum' || key === 'exclusiveMaximum') {
+      // JSON Schema 2019 numbers become the 3.0 boolean form.
+      if (typeof value === 'number') {
+        out[key === 'exclusiveMinimum' ? 'minimum' : 'maximum'] = value;
+        out[key] = true;
+      } else out[key] = value;
+    } else out[key] = convert(value);
+  }
+  if (input['x-timestamp'] !== undefined) out.format = 'date-time';
+  if (Array.isArray(input.examples) && out.example === undefined && input.examples.length > 0) out.example = input.examples[0];
+  if (Array.isArray(out.type)) {
+    const types = (out.type as string[]).filter((t) => t !== 'null');
+    const nullable = types.length < (out.type as string[]).length;
+    if (types.length === 1) out.type = types[0];
+    else {
+      delete out.type;
+      out.anyOf = types.map((type) => ({ type }));
     }
-    return out;
-  };
-  return walk(JSON.parse(JSON.stringify(schema))) as Json;
+    if (nullable) out.nullable = true;
+  }
+  for (const combinator of ['anyOf', 'oneOf'] as const) {
+    const members = out[combinator];
+    if (!Array.isArray(members)) continue;
+    const nonNull = (members as Json[]).filter((m) => !isNullSchema(m));
+    const nullable = nonNull.length < members.length;
+    const { [combinator]: _, ...rest } = out;
+    const literals = literalUnion(nonNull);
+    let merged: Json;
+    if (literals !== undefined) merged = { ...rest, ...literals };
+    else if (nonNull.length === 1) merged = { ...rest, ...nonNull[0] };
+    else merged = { ...rest, [combinator]: nonNull };
+    out = nullable ? makeNullable(merged) : merged;
+  }
+  return out;
+}
+
+/**
+ * TypeBox schema to an OpenAPI 3.0 schema: plain JSON, with the 2019 forms 3.0 lacks rewritten
+ * (null members and type arrays become `nullable: true`, `const` becomes a one-value `enum`,
+ * unions of literals become an `enum`) and trackd's custom keywords turned into their 3.0 form.
+ */
+export function toOpenApiSchema(schema: TSchema | Json): Json {
+  return convert(JSON.parse(JSON.stringify(schema))) as Json;
 }
 
 const errorEnvelopeSchema: Json = {

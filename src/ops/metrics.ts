@@ -7,15 +7,35 @@ function labelText(labels: Labels): string {
   return parts.length === 0 ? '' : `{${parts.join(',')}}`;
 }
 
+/** One counter or gauge series; hot paths keep the cell and bump `value` directly. */
+export interface Cell {
+  value: number;
+}
+
 interface Family {
   type: 'counter' | 'gauge';
   help: string;
-  values: Map<string, number>;
+  values: Map<string, Cell>;
+}
+
+/** One histogram series; hot paths keep it and call `observe`. */
+export class HistogramSeries {
+  readonly counts: number[] = new Array(BUCKETS.length).fill(0);
+  sum = 0;
+  count = 0;
+
+  constructor(readonly labels: Labels) {}
+
+  observe(seconds: number): void {
+    for (let i = BUCKETS.length - 1; i >= 0 && seconds <= BUCKETS[i]; i--) this.counts[i]++;
+    this.sum += seconds;
+    this.count++;
+  }
 }
 
 interface Histogram {
   help: string;
-  series: Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>;
+  series: Map<string, HistogramSeries>;
 }
 
 /** A small Prometheus text-format registry: counters, gauges (also computed on scrape) and histograms. */
@@ -30,14 +50,25 @@ export class Metrics {
     return f;
   }
 
-  inc(name: string, help: string, labels: Labels = {}, by = 1): void {
+  /** The cell of one counter series, created at zero; keep it to count without label lookups. */
+  counter(name: string, help: string, labels: Labels = {}): Cell {
     const f = this.family(name, 'counter', help);
     const key = labelText(labels);
-    f.values.set(key, (f.values.get(key) ?? 0) + by);
+    let cell = f.values.get(key);
+    if (cell === undefined) f.values.set(key, (cell = { value: 0 }));
+    return cell;
+  }
+
+  inc(name: string, help: string, labels: Labels = {}, by = 1): void {
+    this.counter(name, help, labels).value += by;
   }
 
   set(name: string, help: string, labels: Labels, value: number): void {
-    this.family(name, 'gauge', help).values.set(labelText(labels), value);
+    const f = this.family(name, 'gauge', help);
+    const key = labelText(labels);
+    const cell = f.values.get(key);
+    if (cell === undefined) f.values.set(key, { value });
+    else cell.value = value;
   }
 
   /** Runs before every scrape; use it to set gauges computed from live state. */
@@ -45,15 +76,18 @@ export class Metrics {
     this.collectors.push(fn);
   }
 
-  observe(name: string, help: string, labels: Labels, seconds: number): void {
+  /** One histogram series, created empty; keep it to observe without label lookups. */
+  histogram(name: string, help: string, labels: Labels): HistogramSeries {
     let h = this.histograms.get(name);
     if (h === undefined) this.histograms.set(name, (h = { help, series: new Map() }));
     const key = labelText(labels);
     let s = h.series.get(key);
-    if (s === undefined) h.series.set(key, (s = { labels, counts: new Array(BUCKETS.length).fill(0), sum: 0, count: 0 }));
-    for (let i = 0; i < BUCKETS.length; i++) if (seconds <= BUCKETS[i]) s.counts[i]++;
-    s.sum += seconds;
-    s.count++;
+    if (s === undefined) h.series.set(key, (s = new HistogramSeries(labels)));
+    return s;
+  }
+
+  observe(name: string, help: string, labels: Labels, seconds: number): void {
+    this.histogram(name, help, labels).observe(seconds);
   }
 
   render(): string {
@@ -61,7 +95,7 @@ export class Metrics {
     const lines: string[] = [];
     for (const [name, f] of this.families) {
       lines.push(`# HELP ${name} ${f.help}`, `# TYPE ${name} ${f.type}`);
-      for (const [labels, v] of f.values) lines.push(`${name}${labels} ${v}`);
+      for (const [labels, cell] of f.values) lines.push(`${name}${labels} ${cell.value}`);
     }
     for (const [name, h] of this.histograms) {
       lines.push(`# HELP ${name} ${h.help}`, `# TYPE ${name} histogram`);

@@ -58,7 +58,7 @@ export interface Trackd {
   cli(args: string[], extraEnv?: Record<string, string>): any;
   cliRaw(args: string[], extraEnv?: Record<string, string>): { status: number | null; stdout: string; stderr: string };
   createOrg(name?: string): { id: number; name: string };
-  createKey(orgId: number, scopes?: string[], extra?: string[]): { api_key_id: string; token: string };
+  createKey(orgId: number, scopes?: string[], extra?: string[]): { api_key_id: string; token: string; expires_at: string | null; scopes: string[] };
   stop(signal?: NodeJS.Signals): Promise<number | null>;
   restart(): Promise<void>;
 }
