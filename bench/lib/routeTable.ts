@@ -31,10 +31,11 @@ export interface OpenRouteTable {
 export async function openRouteTable(dataDir: string): Promise<OpenRouteTable> {
   const config = loadConfig({ ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn', TRACKD_ENV: 'production' });
   const control = await ControlPlane.open(dataDir);
-  const authenticator = new Authenticator(control, await loadSigningKey(dataDir), config.TRACKD_ENV);
+  const logger = createLogger('warn');
+  const authenticator = new Authenticator(control, await loadSigningKey(dataDir), config.TRACKD_ENV, logger);
   const shards = new ShardRegistry(dataDir, control);
   await shards.openAll(config.SHARDS);
-  const services: Services = { config, logger: createLogger('warn'), metrics: new Metrics(), control, shards, readiness: { storage: true, consumer: true } };
+  const services: Services = { config, logger, metrics: new Metrics(), control, shards, readiness: { storage: true, consumer: true } };
   const routes = allRoutes(services);
   const router = new Router<Route>();
   for (const route of routes) router.add(route.method, route.path, route);

@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -149,8 +150,8 @@ export async function startTrackd(t: Teardown, options: StartOptions = {}): Prom
         const ct = opts.contentType === undefined ? (method === 'PATCH' ? 'application/merge-patch+json' : 'application/json') : opts.contentType;
         if (ct !== null) headers['content-type'] = ct;
       }
-      const res = await fetch(`http://127.0.0.1:${port}${urlPath}`, { method, headers, body });
-      const text = await res.text();
+      const res = await httpRequest(port, method, urlPath, headers, body);
+      const text = res.text;
       let json: any;
       try {
         json = text === '' ? undefined : JSON.parse(text);
@@ -183,6 +184,33 @@ export async function startTrackd(t: Teardown, options: StartOptions = {}): Prom
     },
   };
   return trackd;
+}
+
+/**
+ * One request on its own connection. A pooled keep-alive socket goes stale while spawnSync (the CLI
+ * helpers) blocks the event loop past the server's idle timeout, and the next request then fails
+ * with 'other side closed'; a connection per request cannot.
+ */
+function httpRequest(port: number, method: string, urlPath: string, headers: Record<string, string>, body: string | Buffer | undefined) {
+  const outgoing: Record<string, string> = { ...headers };
+  if (body !== undefined) outgoing['content-length'] = String(Buffer.byteLength(body));
+  else if (method === 'POST' || method === 'PUT' || method === 'PATCH') outgoing['content-length'] = '0';
+  return new Promise<{ status: number; headers: Headers; text: string }>((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path: urlPath, headers: outgoing, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const responseHeaders = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) {
+          if (value !== undefined) responseHeaders.set(name, Array.isArray(value) ? value.join(', ') : value);
+        }
+        resolve({ status: res.statusCode ?? 0, headers: responseHeaders, text: Buffer.concat(chunks).toString('utf8') });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 /** Polls `check` until it returns a truthy value or the timeout passes. */
