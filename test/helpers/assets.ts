@@ -1,0 +1,53 @@
+import { startTrackd, type HttpResult, type RequestOptions, type Teardown, type Trackd } from './trackd.js';
+
+export { fieldCodes, key } from './locations.js';
+
+/** One organization's view of a trackd: an all-scopes key plus shorthands for the asset API. */
+export interface AssetsClient {
+  trackd: Trackd;
+  orgId: number;
+  token: string;
+  req(method: string, path: string, body?: unknown, options?: RequestOptions): Promise<HttpResult>;
+  /** POST /api/v1/assets expecting 201; returns the view. */
+  create(body: Record<string, unknown>): Promise<any>;
+  /** POST /api/v1/assets/{id}/tags expecting 201; returns the tag. */
+  attach(assetId: number, tag: { tag_type: string; value: string }): Promise<any>;
+  /** A client for another organization on the same server. */
+  otherOrg(name?: string): AssetsClient;
+}
+
+export function assetsClient(trackd: Trackd, orgName: string): AssetsClient {
+  const org = trackd.createOrg(orgName);
+  const { token } = trackd.createKey(org.id);
+  const self: AssetsClient = {
+    trackd,
+    orgId: org.id,
+    token,
+    req: (method, path, body, options = {}) => trackd.request(method, path, { token, ...options, ...(body === undefined ? {} : { body }) }),
+    async create(body) {
+      const res = await self.req('POST', '/api/v1/assets', body);
+      if (res.status !== 201) throw new Error(`create ${JSON.stringify(body)} gave ${res.status}: ${res.text}`);
+      return res.json.data;
+    },
+    async attach(assetId, tag) {
+      const res = await self.req('POST', `/api/v1/assets/${assetId}/tags`, tag);
+      if (res.status !== 201) throw new Error(`attach ${JSON.stringify(tag)} gave ${res.status}: ${res.text}`);
+      return res.json.data;
+    },
+    otherOrg: (name = 'Other Org') => assetsClient(trackd, name),
+  };
+  return self;
+}
+
+export async function startAssets(t: Teardown, orgName = 'Assets Org'): Promise<AssetsClient> {
+  return assetsClient(await startTrackd(t), orgName);
+}
+
+/** The one validation_error entry a case expects: status 400, one fields[] entry with this field and code. */
+export function oneFieldError(res: HttpResult): { status: number; type: string; fields: Array<[string, string]> } {
+  return {
+    status: res.status,
+    type: res.json?.error?.type,
+    fields: (res.json?.error?.fields ?? []).map((f: { field: string; code: string }) => [f.field, f.code]),
+  };
+}
