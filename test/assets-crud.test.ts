@@ -99,9 +99,9 @@ t.test('asset lifecycle', async (t) => {
 
   t.test('scopes: assets:read reads, assets:write writes (tags sub-resource included)', async (t) => {
     const asset = await api.create({ name: 'Scoped' });
-    const readOnly = api.trackd.createKey(api.orgId, ['assets:read']).token;
-    const writeOnly = api.trackd.createKey(api.orgId, ['assets:write']).token;
-    const locationsOnly = api.trackd.createKey(api.orgId, ['locations:read', 'locations:write']).token;
+    const readOnly = await api.key(['assets:read']);
+    const writeOnly = await api.key(['assets:write']);
+    const locationsOnly = await api.key(['locations:read', 'locations:write']);
     const cases: Array<[string, string, unknown, string, number]> = [
       ['GET', '/api/v1/assets', undefined, readOnly, 200],
       ['GET', `/api/v1/assets/${asset.id}`, undefined, readOnly, 200],
@@ -125,7 +125,7 @@ t.test('asset lifecycle', async (t) => {
   });
 
   t.test('two organizations share no data', async (t) => {
-    const other = api.otherOrg('Other Co');
+    const other = await api.otherOrg('Other Co');
     const mine = await api.create({ name: 'Mine', external_key: key('ISO'), tags: [{ tag_type: 'rfid', value: key('ISO-TAG') }] });
     const theirs = await other.create({ name: 'Theirs', external_key: mine.external_key, tags: [{ tag_type: 'rfid', value: mine.tags[0].value }] });
     t.equal(theirs.external_key, mine.external_key, 'the same external_key and tag natural key live in both orgs');

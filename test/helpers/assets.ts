@@ -12,9 +12,18 @@ export interface AssetsClient {
   create(body: Record<string, unknown>): Promise<any>;
   /** POST /api/v1/assets/{id}/tags expecting 201; returns the tag. */
   attach(assetId: number, tag: { tag_type: string; value: string }): Promise<any>;
+  /** An API key of this organization with the given scopes. */
+  key(scopes: string[]): Promise<string>;
   /** A client for another organization on the same server. */
-  otherOrg(name?: string): AssetsClient;
+  otherOrg(name?: string): Promise<AssetsClient>;
 }
+
+/**
+ * The CLI runs synchronously and can block this process for seconds on a loaded machine; meanwhile the
+ * server may close an idle keep-alive socket. One turn of the event loop lets fetch see that close
+ * before it reuses the socket (else: "other side closed").
+ */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
 
 export function assetsClient(trackd: Trackd, orgName: string): AssetsClient {
   const org = trackd.createOrg(orgName);
@@ -34,7 +43,16 @@ export function assetsClient(trackd: Trackd, orgName: string): AssetsClient {
       if (res.status !== 201) throw new Error(`attach ${JSON.stringify(tag)} gave ${res.status}: ${res.text}`);
       return res.json.data;
     },
-    otherOrg: (name = 'Other Org') => assetsClient(trackd, name),
+    async key(scopes) {
+      const { token: scoped } = trackd.createKey(org.id, scopes);
+      await settle();
+      return scoped;
+    },
+    async otherOrg(name = 'Other Org') {
+      const other = assetsClient(trackd, name);
+      await settle();
+      return other;
+    },
   };
   return self;
 }
