@@ -18,5 +18,6 @@ try {
   process.stderr.write(`bench failed: ${(err as Error).stack ?? String(err)}\n`);
   process.exitCode = 1;
 } finally {
-  fs.rmSync(workDir, { recursive: true, force: true });
+  if (options.keep) process.stderr.write(`[bench] kept ${workDir}\n`);
+  else fs.rmSync(workDir, { recursive: true, force: true });
 }

@@ -18,7 +18,7 @@ t.test('npm run bench in tiny mode writes latest-style JSON with every available
   const dir = tempDir('trackd-bench-test-');
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const out = path.join(dir, 'latest.json');
-  const args = [path.join(ROOT, 'dist', 'bench', 'run.js'), '--size', 'tiny', '--runs', '1', '--duration', '1', '--warmup', '0', '--keys', '2', '--connections', '16', '--out', out];
+  const args = [path.join(ROOT, 'dist', 'bench', 'run.js'), '--size', 'tiny', '--runs', '1', '--duration', '0.5', '--warmup', '0', '--keys', '2', '--connections', '16', '--out', out];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

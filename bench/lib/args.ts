@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { ROOT } from './processes.js';
 import type { BenchOptions } from './scenario.js';
 
-const USAGE = `usage: npm run bench -- [--size tiny|small|large] [--only s1,s2] [--runs N] [--duration S] [--warmup S] [--connections N] [--out FILE]`;
+const USAGE = `usage: npm run bench -- [--size tiny|small|large] [--only s1,s2] [--runs N] [--duration S] [--warmup S] [--connections N] [--out FILE] [--keep]`;
 
 export function parseOptions(argv: string[]): BenchOptions {
   const { values } = parseArgs({
@@ -17,6 +17,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       connections: { type: 'string', default: '64' },
       keys: { type: 'string', default: '8' },
       out: { type: 'string' },
+      keep: { type: 'boolean' },
       help: { type: 'boolean' },
     },
     strict: true,
@@ -41,6 +42,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     warmupSeconds: values.warmup === undefined ? Math.min(2, Math.max(1, duration / 4)) : positive('warmup', values.warmup, true),
     connections: Math.floor(positive('connections', values.connections)),
     keys: Math.floor(positive('keys', values.keys)),
+    keep: values.keep ?? false,
     out: path.resolve(values.out ?? path.join(ROOT, 'bench', 'results', 'latest.json')),
   };
 }

@@ -10,6 +10,8 @@ export interface BenchOptions {
   warmupSeconds: number;
   connections: number;
   out: string;
+  /** Keep the work directory (DATA_DIR, specs) for inspection. */
+  keep: boolean;
   keys: number;
 }
 
