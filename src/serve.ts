@@ -9,7 +9,9 @@ import { createLogger } from './log.js';
 import { startNatsServer, type NatsServerProcess } from './nats/embedded.js';
 import { Metrics } from './ops/metrics.js';
 import { allRoutes } from './routes.js';
+import { readersSource } from './readers/source.js';
 import { startScanIngest, type ScanIngest } from './scans/ingest.js';
+import { scansSource } from './scans/source.js';
 import type { Services } from './services.js';
 import { ShardRegistry } from './shards/registry.js';
 
@@ -54,7 +56,7 @@ export async function serve(config: Config): Promise<RunningService> {
   let ingest: ScanIngest | undefined;
   let port: number;
   try {
-    ingest = await startScanIngest(services, natsUrl);
+    ingest = await startScanIngest(services, natsUrl, [scansSource, readersSource]);
     port = await http.listen();
   } catch (err) {
     // Leave nothing behind (the embedded nats-server is a child process that would outlive us).

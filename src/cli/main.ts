@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
 import { CliError, type Command } from './common.js';
+import { readersReplay } from '../readers/replayCommand.js';
 import { scansPublish } from '../scans/publishCommand.js';
 import { keysCreate, keysList, keysRevoke, orgsCreate, orgsList, sessionsCreate } from './orgsAndKeys.js';
 
@@ -13,6 +14,7 @@ const COMMANDS: Record<string, Command> = {
   'keys revoke': keysRevoke,
   'sessions create': sessionsCreate,
   'scans publish': scansPublish,
+  'readers replay': readersReplay,
 };
 
 const USAGE = `usage: trackd <command>
@@ -21,7 +23,8 @@ const USAGE = `usage: trackd <command>
   keys create --org ID --name NAME --scopes S1,S2 [--expires-in 30d|--expires-at RFC3339] [--env preview|production]
   keys list --org ID | keys revoke API_KEY_ID
   sessions create --org ID --user NAME
-  scans publish --org ID --location KEY --tag TYPE:VALUE [--tag ...] [--observed-at RFC3339] [--source fixed|handheld]`;
+  scans publish --org ID --location KEY --tag TYPE:VALUE [--tag ...] [--observed-at RFC3339] [--source fixed|handheld]
+  readers replay FILE --org ID [--rate N]`;
 
 function fail(message: string): never {
   process.stderr.write(`trackd: ${message.replace(/\s*\n\s*/g, ' ')}\n`);

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { TAG_TYPES } from '../masterdata/fields.js';
 import type { Shard } from '../shards/shard.js';
 import type { Db } from '../storage/sqlite.js';
 import { describeLocation, type CanonicalScan, type LocationRef, type SourcedScan } from './canonical.js';
@@ -63,6 +64,10 @@ class ScanStore {
       locationByKey: p('SELECT id FROM locations WHERE org_id = ? AND external_key = ? AND deleted_at IS NULL').pluck(),
       locationByTag: p(`SELECT l.id FROM tags t JOIN locations l ON l.id = t.location_id
                         WHERE t.org_id = ? AND t.tag_type = ? AND t.value = ? AND t.deleted_at IS NULL AND l.deleted_at IS NULL`).pluck(),
+      // The IN list lets SQLite probe the (org_id, tag_type, value) index once per tag type.
+      locationByTagValue: p(`SELECT l.id FROM tags t JOIN locations l ON l.id = t.location_id
+                             WHERE t.org_id = ? AND t.tag_type IN (${TAG_TYPES.map((type) => `'${type}'`).join(', ')}) AND t.value = ?
+                               AND t.deleted_at IS NULL AND l.deleted_at IS NULL ORDER BY l.id LIMIT 1`).pluck(),
       event: p('INSERT OR IGNORE INTO scan_events (org_id, event_id) VALUES (?, ?)'),
       position: p('SELECT asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count FROM scan_positions WHERE asset_id = ?'),
       savePosition: p(`INSERT INTO scan_positions (asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count)
@@ -177,13 +182,19 @@ class ScanStore {
   }
 
   private resolveLocation(orgId: number, ref: LocationRef): number {
-    const key = 'id' in ref ? `${orgId}\u0001#${ref.id}` : 'externalKey' in ref ? `${orgId}\u0001${ref.externalKey}` : `${orgId}\u0001${ref.tagType}\u0001${ref.value}`;
+    const key =
+      'id' in ref ? `${orgId}\u0001#${ref.id}`
+      : 'externalKey' in ref ? `${orgId}\u0001${ref.externalKey}`
+      : 'keyOrTagValue' in ref ? `${orgId}\u0002${ref.keyOrTagValue}`
+      : `${orgId}\u0001${ref.tagType}\u0001${ref.value}`;
     let id = this.locationCache.get(key);
     if (id === undefined) {
       let found: number | undefined;
       if ('id' in ref) found = this.s.locationById.get(ref.id, orgId) as number | undefined;
       else if ('externalKey' in ref) found = this.s.locationByKey.get(orgId, ref.externalKey) as number | undefined;
-      else found = this.s.locationByTag.get(orgId, ref.tagType, ref.value) as number | undefined;
+      else if ('keyOrTagValue' in ref) {
+        found = (this.s.locationByKey.get(orgId, ref.keyOrTagValue) ?? this.s.locationByTagValue.get(orgId, ref.keyOrTagValue)) as number | undefined;
+      } else found = this.s.locationByTag.get(orgId, ref.tagType, ref.value) as number | undefined;
       id = found ?? UNKNOWN;
       if (this.locationCache.size >= 100_000) this.locationCache.clear();
       this.locationCache.set(key, id);

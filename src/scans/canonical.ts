@@ -3,7 +3,8 @@
  * adapter on stream READERS) is turned into before it reaches a shard. The apply pipeline
  * (`applyScanBatch` in apply.ts) only ever sees this shape.
  */
-export type LocationRef = { id: number } | { externalKey: string } | { tagType: string; value: string };
+/** `keyOrTagValue`: the live location with that external_key, else the one carrying a tag (any type) with that value (a reader's capture point). */
+export type LocationRef = { id: number } | { externalKey: string } | { tagType: string; value: string } | { keyOrTagValue: string };
 
 export interface TagRead {
   tagType: string;
@@ -30,5 +31,6 @@ export interface SourcedScan {
 export function describeLocation(ref: LocationRef): string {
   if ('id' in ref) return `location id ${ref.id}`;
   if ('externalKey' in ref) return `location external_key ${JSON.stringify(ref.externalKey)}`;
+  if ('keyOrTagValue' in ref) return `capture point ${JSON.stringify(ref.keyOrTagValue)} (location external_key or location tag value)`;
   return `location tag ${ref.tagType}:${JSON.stringify(ref.value)}`;
 }

@@ -12,7 +12,8 @@ export type DeadReason =
   | 'invalid_body'
   | 'invalid_observed_at'
   | 'future_observed_at'
-  | 'unknown_location';
+  | 'unknown_location'
+  | 'unknown_reader_format';
 
 export interface DeadLetter {
   reason: DeadReason;

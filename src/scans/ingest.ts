@@ -15,8 +15,9 @@ import {
 import type { Services } from '../services.js';
 import { applyScanBatch, bindStream, type ScanOutcome } from './apply.js';
 import type { SourcedScan } from './canonical.js';
-import { decodeScanMessage, routeSubject, type DeadLetter } from './decode.js';
-import { connectNats, ensureScanStreams, isApiError, SCANS_STREAM } from './streams.js';
+import type { DeadLetter } from './decode.js';
+import { scansSource, type MetricLabels, type ScanSource } from './source.js';
+import { connectNats, ensureStream, isApiError, SCANS_DEAD_STREAM } from './streams.js';
 
 export interface ScanIngest {
   stop(): Promise<void>;
@@ -29,16 +30,29 @@ export interface IngestOptions {
   maxMessages: number;
 }
 
-const DURABLE = 'trackd-scans';
 const ACK_WAIT_MS = 60_000;
 const MAX_ACK_PENDING = 20_000;
 const DEFAULT_OPTIONS: IngestOptions = { maxBatch: 2000, maxMessages: 2000 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A message in hand: its scans (one or more, applied together in one batch) and its metric labels. */
 interface InHand {
   msg: JsMsg;
-  item: SourcedScan;
+  orgToken: string;
+  items: SourcedScan[];
+  labels: MetricLabels;
+}
+
+/** Per-label-set counts of one settled batch, written to the metrics once. */
+interface Tally {
+  labels: MetricLabels;
+  applied: number;
+  redelivered: number;
+  duplicate: number;
+  reads: number;
+  unknownTags: number;
+  locationTags: number;
 }
 
 /** One shard's queue: messages in stream order, applied in batches, one batch at a time. */
@@ -53,7 +67,7 @@ interface Lane {
 const headerSafe = (text: string) => text.replace(/[\r\n]+/g, ' ').slice(0, 2000);
 
 /**
- * The SCANS consumer (STYLE pattern 7). Exactly-once effect rests on one invariant: each shard
+ * The consumer of one scan source (SCANS, READERS; STYLE pattern 7). Exactly-once effect rests on one invariant: each shard
  * applies its messages in stream order with no gap, so that its applied sequence (committed with
  * the effects) says exactly which messages are in. Delivery is in order within a consume session;
  * anything that can break the order (a restart with unacked messages, a reconnect, a delivery
@@ -71,32 +85,36 @@ class ScanConsumer implements ScanIngest {
   private streamCreated = '';
   private readonly loop: Promise<void>;
   private readonly historyGapMs: number;
+  /** Connected and consuming (readiness). */
+  ready = false;
 
   constructor(
     private readonly services: Services,
-    private readonly nc: NatsConnection,
-    private readonly jsm: JetStreamManager,
+    private readonly source: ScanSource,
     private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
     private readonly options: IngestOptions,
+    private readonly onReadiness: () => void,
   ) {
     this.historyGapMs = services.config.HISTORY_GAP_SECONDS * 1000;
     const { metrics } = services;
-    metrics.onCollect(() => metrics.set('trackd_scans_in_hand', 'Scan messages delivered and not yet acked', {}, this.inHand.size));
-    void this.watchStatus();
+    metrics.onCollect(() => metrics.set('trackd_scans_in_hand', 'Scan messages delivered and not yet acked', source.labels, this.inHand.size));
     this.loop = this.run();
   }
 
-  private async watchStatus(): Promise<void> {
-    for await (const s of this.nc.status()) {
-      if (s.type === 'disconnect') this.services.readiness.consumer = false;
-      if (s.type === 'reconnect') this.endSession('reconnected to nats-server');
-    }
+  private setReady(ready: boolean): void {
+    this.ready = ready;
+    this.onReadiness();
   }
 
-  private endSession(reason: string): void {
+  disconnected(): void {
+    this.setReady(false);
+  }
+
+  endSession(reason: string): void {
     if (this.sessionBroken) return;
     this.sessionBroken = true;
-    this.services.logger.info({ reason }, 'scan consumer session ends; resuming from the ack floor');
+    this.services.logger.info({ reason, stream: this.source.stream }, 'scan consumer session ends; resuming from the ack floor');
     void this.messages?.close();
   }
 
@@ -105,17 +123,17 @@ class ScanConsumer implements ScanIngest {
     while (!this.stopping) {
       try {
         await this.prepareConsumer();
-        const consumer = await this.js.consumers.get(SCANS_STREAM, DURABLE);
+        const consumer = await this.js.consumers.get(this.source.stream, this.source.durable);
         this.sessionBroken = false;
         this.lastDelivery = undefined;
         this.messages = await consumer.consume({ max_messages: this.options.maxMessages });
-        this.services.readiness.consumer = true;
+        this.setReady(true);
         backoff = 250;
         for await (const msg of this.messages) this.accept(msg);
       } catch (err) {
-        if (!this.stopping) this.services.logger.warn({ err: (err as Error).message }, 'scan consumer interrupted');
+        if (!this.stopping) this.services.logger.warn({ err: (err as Error).message, stream: this.source.stream }, 'scan consumer interrupted');
       }
-      this.services.readiness.consumer = false;
+      this.setReady(false);
       await this.drain();
       if (!this.stopping) {
         await sleep(backoff);
@@ -126,32 +144,33 @@ class ScanConsumer implements ScanIngest {
 
   /** Ensures the streams and the durable consumer; re-creates it at its ack floor when it holds unacked deliveries. */
   private async prepareConsumer(): Promise<void> {
-    const { scans } = await ensureScanStreams(this.jsm);
-    this.streamCreated = scans.created;
+    const stream = await ensureStream(this.jsm, this.source.stream, this.source.subjects);
+    await ensureStream(this.jsm, SCANS_DEAD_STREAM, 'scans_dead.>');
+    this.streamCreated = stream.created;
     for (const lane of this.lanes.values()) lane.bound = false;
     let info: ConsumerInfo | undefined;
     try {
-      info = await this.jsm.consumers.info(SCANS_STREAM, DURABLE);
+      info = await this.jsm.consumers.info(this.source.stream, this.source.durable);
     } catch (err) {
       if (!isApiError(err, JetStreamApiCodes.ConsumerNotFound)) throw err;
     }
     if (info !== undefined) this.setPending(info.num_pending);
     if (info !== undefined && info.num_ack_pending === 0) return;
     const start = info === undefined ? 1 : info.ack_floor.stream_seq + 1;
-    if (info !== undefined) await this.jsm.consumers.delete(SCANS_STREAM, DURABLE);
-    await this.jsm.consumers.add(SCANS_STREAM, {
-      durable_name: DURABLE,
+    if (info !== undefined) await this.jsm.consumers.delete(this.source.stream, this.source.durable);
+    await this.jsm.consumers.add(this.source.stream, {
+      durable_name: this.source.durable,
       ack_policy: AckPolicy.Explicit,
       ack_wait: nanos(ACK_WAIT_MS),
       max_ack_pending: MAX_ACK_PENDING,
       max_deliver: -1,
       ...(start > 1 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start } : { deliver_policy: DeliverPolicy.All }),
     });
-    this.services.logger.info({ start_seq: start }, 'scan consumer created');
+    this.services.logger.info({ start_seq: start, stream: this.source.stream }, 'scan consumer created');
   }
 
   private setPending(pending: number): void {
-    this.services.metrics.set('trackd_scans_consumer_pending', 'Messages in SCANS not yet delivered to trackd (consumer lag)', {}, pending);
+    this.services.metrics.set('trackd_scans_consumer_pending', 'Messages in the stream not yet delivered to trackd (consumer lag)', this.source.labels, pending);
   }
 
   private accept(msg: JsMsg): void {
@@ -167,15 +186,26 @@ class ScanConsumer implements ScanIngest {
     const seq = msg.seq;
     if (this.inHand.has(seq)) return;
     this.inHand.add(seq);
-    const route = routeSubject(msg.subject);
-    if ('dead' in route) return this.deadLetter(msg, route.orgToken, route.dead);
+    const route = this.source.route(msg.subject);
+    const labels = { ...this.source.labels, ...route.labels };
+    if ('dead' in route) return this.deadLetter(msg, route.orgToken, route.dead, labels);
     const shardIndex = this.services.shards.shardIndexOf(route.orgId);
-    if (shardIndex === undefined) return this.deadLetter(msg, route.orgToken, { reason: 'unknown_org', detail: `organization ${route.orgId} does not exist` });
-    const decoded = decodeScanMessage(route.orgId, msg.data, Date.now());
-    if ('dead' in decoded) return this.deadLetter(msg, route.orgToken, decoded.dead);
+    if (shardIndex === undefined) return this.deadLetter(msg, route.orgToken, { reason: 'unknown_org', detail: `organization ${route.orgId} does not exist` }, labels);
+    const decoded = this.source.decode(msg.subject, route.orgId, msg.data, Date.now());
+    if ('dead' in decoded) return this.deadLetter(msg, route.orgToken, decoded.dead, labels);
+    if (decoded.scans.length === 0) {
+      // Nothing to apply (a reader message without tag reads): no shard state depends on it.
+      this.services.metrics.inc('trackd_scans_applied_total', 'Scan messages applied', labels);
+      msg.ack();
+      this.inHand.delete(seq);
+      return;
+    }
     let lane = this.lanes.get(shardIndex);
     if (lane === undefined) this.lanes.set(shardIndex, (lane = { index: shardIndex, queue: [], running: false, scheduled: false, bound: false }));
-    lane.queue.push({ msg, item: { scan: decoded.scan, stream: SCANS_STREAM, seq } });
+    // Only the first scan carries the stream sequence (the shard's applied-sequence check); the
+    // others of the same message commit in the same transaction and are guarded by their event ids.
+    const items = decoded.scans.map((scan, i) => ({ scan, stream: this.source.stream, seq: i === 0 ? seq : 0 }));
+    lane.queue.push({ msg, orgToken: route.orgToken, items, labels });
     if (!lane.running && !lane.scheduled) {
       lane.scheduled = true;
       // Let every message already read from the socket join the batch first.
@@ -194,19 +224,19 @@ class ScanConsumer implements ScanIngest {
     let backoff = 100;
     try {
       while (lane.queue.length > 0) {
-        const batch = lane.queue.slice(0, this.options.maxBatch);
+        const batch = this.nextBatch(lane.queue);
         let outcomes: ScanOutcome[];
         try {
           const shard = await this.services.shards.open(lane.index);
           if (!lane.bound) {
-            await bindStream(shard, SCANS_STREAM, this.streamCreated);
+            await bindStream(shard, this.source.stream, this.streamCreated);
             lane.bound = true;
           }
           const started = performance.now();
-          outcomes = await applyScanBatch(shard, batch.map((b) => b.item), { historyGapMs: this.historyGapMs });
-          metrics.observe('trackd_scan_batch_seconds', 'Time to apply one shard batch of scans', { shard: lane.index }, (performance.now() - started) / 1000);
+          outcomes = await applyScanBatch(shard, batch.flatMap((b) => b.items), { historyGapMs: this.historyGapMs });
+          metrics.observe('trackd_scan_batch_seconds', 'Time to apply one shard batch of scans', { ...this.source.labels, shard: lane.index }, (performance.now() - started) / 1000);
         } catch (err) {
-          metrics.inc('trackd_scan_batch_failures_total', 'Shard batches that failed and will be retried', { shard: lane.index });
+          metrics.inc('trackd_scan_batch_failures_total', 'Shard batches that failed and will be retried', { ...this.source.labels, shard: lane.index });
           logger.error({ err: (err as Error).message, shard: lane.index, messages: batch.length }, 'scan batch failed; retrying');
           if (this.stopping) return;
           for (const b of batch) b.msg.working();
@@ -223,55 +253,71 @@ class ScanConsumer implements ScanIngest {
     }
   }
 
-  /** After the commit: dead letters first (persisted by JetStream), then the acks. */
+  /** The messages at the head of the queue whose scans, together, stay within maxBatch (at least one message). */
+  private nextBatch(queue: InHand[]): InHand[] {
+    let scans = queue[0].items.length;
+    let n = 1;
+    while (n < queue.length && scans + queue[n].items.length <= this.options.maxBatch) scans += queue[n++].items.length;
+    return queue.slice(0, n);
+  }
+
+  /**
+   * After the commit: dead letters first (persisted by JetStream), then the acks. A message whose
+   * first scan was already applied is a redelivery as a whole; a message with scans that can never
+   * apply is dead-lettered once (with every reason) after the rest of it applied.
+   */
   private async settle(batch: InHand[], outcomes: ScanOutcome[]): Promise<void> {
-    const { metrics } = this.services;
-    let applied = 0;
-    let redelivered = 0;
-    let duplicate = 0;
-    let reads = 0;
-    let unknownTags = 0;
-    let locationTags = 0;
+    const tallies = new Map<string, Tally>();
     const dead: Promise<void>[] = [];
-    for (let i = 0; i < batch.length; i++) {
-      const o = outcomes[i];
-      const { msg, item } = batch[i];
-      switch (o.kind) {
-        case 'applied':
-          applied++;
-          reads += o.readsApplied;
-          unknownTags += o.unknownTags;
-          locationTags += o.locationTags;
-          break;
-        case 'redelivered':
-          redelivered++;
-          break;
-        case 'duplicate':
-          duplicate++;
-          break;
-        case 'dead':
-          dead.push(this.publishDead(msg, String(item.scan.orgId), o));
+    let at = 0;
+    for (const { msg, orgToken, items, labels } of batch) {
+      const own = outcomes.slice(at, at + items.length);
+      at += items.length;
+      const key = JSON.stringify(labels);
+      let tally = tallies.get(key);
+      if (tally === undefined) tallies.set(key, (tally = { labels, applied: 0, redelivered: 0, duplicate: 0, reads: 0, unknownTags: 0, locationTags: 0 }));
+      if (own[0].kind === 'redelivered') {
+        tally.redelivered++;
+      } else {
+        const deadDetails: string[] = [];
+        let applied = false;
+        for (const o of own) {
+          if (o.kind === 'applied') {
+            applied = true;
+            tally.reads += o.readsApplied;
+            tally.unknownTags += o.unknownTags;
+            tally.locationTags += o.locationTags;
+          } else if (o.kind === 'dead' && !deadDetails.includes(o.detail)) deadDetails.push(o.detail);
+        }
+        if (applied) tally.applied++;
+        else if (deadDetails.length === 0) tally.duplicate++;
+        if (deadDetails.length > 0) {
+          dead.push(this.publishDead(msg, orgToken, { reason: 'unknown_location', detail: deadDetails.join('; ') }, labels));
           continue;
+        }
       }
       msg.ack();
       this.inHand.delete(msg.seq);
     }
-    if (applied) metrics.inc('trackd_scans_applied_total', 'Scan messages applied', {}, applied);
-    if (redelivered) metrics.inc('trackd_scans_redelivered_total', 'Redelivered scan messages acked without effect (already applied)', {}, redelivered);
-    if (duplicate) metrics.inc('trackd_scans_duplicate_total', 'Scan messages whose event_id was already applied', {}, duplicate);
-    if (reads) metrics.inc('trackd_scan_reads_applied_total', 'Tag reads applied to assets', {}, reads);
-    if (unknownTags) metrics.inc('trackd_scan_reads_skipped_total', 'Tag reads skipped', { reason: 'unknown_tag' }, unknownTags);
-    if (locationTags) metrics.inc('trackd_scan_reads_skipped_total', 'Tag reads skipped', { reason: 'location_tag' }, locationTags);
+    const { metrics } = this.services;
+    for (const t of tallies.values()) {
+      if (t.applied) metrics.inc('trackd_scans_applied_total', 'Scan messages applied', t.labels, t.applied);
+      if (t.redelivered) metrics.inc('trackd_scans_redelivered_total', 'Redelivered scan messages acked without effect (already applied)', t.labels, t.redelivered);
+      if (t.duplicate) metrics.inc('trackd_scans_duplicate_total', 'Scan messages whose event ids were all already applied', t.labels, t.duplicate);
+      if (t.reads) metrics.inc('trackd_scan_reads_applied_total', 'Tag reads applied to assets', t.labels, t.reads);
+      if (t.unknownTags) metrics.inc('trackd_scan_reads_skipped_total', 'Tag reads skipped', { reason: 'unknown_tag', ...t.labels }, t.unknownTags);
+      if (t.locationTags) metrics.inc('trackd_scan_reads_skipped_total', 'Tag reads skipped', { reason: 'location_tag', ...t.labels }, t.locationTags);
+    }
     await Promise.all(dead);
   }
 
-  private deadLetter(msg: JsMsg, orgToken: string, dead: DeadLetter): void {
-    const task = this.publishDead(msg, orgToken, dead).finally(() => this.sideTasks.delete(task));
+  private deadLetter(msg: JsMsg, orgToken: string, dead: DeadLetter, labels: MetricLabels): void {
+    const task = this.publishDead(msg, orgToken, dead, labels).finally(() => this.sideTasks.delete(task));
     this.sideTasks.add(task);
   }
 
   /** Copies a message that can never apply to scans_dead.<org_id> with its reason, then acks it. */
-  private async publishDead(msg: JsMsg, orgToken: string, dead: DeadLetter): Promise<void> {
+  private async publishDead(msg: JsMsg, orgToken: string, dead: DeadLetter, labels: MetricLabels): Promise<void> {
     const h = headers();
     h.set('Trackd-Dead-Reason', dead.reason);
     h.set('Trackd-Dead-Detail', headerSafe(dead.detail));
@@ -283,7 +329,7 @@ class ScanConsumer implements ScanIngest {
     for (;;) {
       try {
         // The msg id makes a re-dead-lettering after a restart a no-op within the duplicate window.
-        await this.js.publish(`scans_dead.${orgToken}`, msg.data, { headers: h, msgID: `SCANS-${this.streamCreated}-${msg.seq}` });
+        await this.js.publish(`scans_dead.${orgToken}`, msg.data, { headers: h, msgID: `${this.source.stream}-${this.streamCreated}-${msg.seq}` });
         break;
       } catch (err) {
         if (this.stopping) return;
@@ -292,7 +338,7 @@ class ScanConsumer implements ScanIngest {
         backoff = Math.min(backoff * 2, 5000);
       }
     }
-    this.services.metrics.inc('trackd_scans_dead_lettered_total', 'Scan messages copied to scans_dead.<org_id>', { reason: dead.reason });
+    this.services.metrics.inc('trackd_scans_dead_lettered_total', 'Scan messages copied to scans_dead.<org_id>', { reason: dead.reason, ...labels });
     this.services.logger.info({ reason: dead.reason, detail: dead.detail, subject: msg.subject, seq: msg.seq }, 'scan dead-lettered');
     msg.ack();
     this.inHand.delete(msg.seq);
@@ -311,17 +357,44 @@ class ScanConsumer implements ScanIngest {
 
   async stop(): Promise<void> {
     this.stopping = true;
-    this.services.readiness.consumer = false;
+    this.setReady(false);
     await this.messages?.close();
     await this.loop;
-    await this.nc.drain();
   }
 }
 
-/** Connects to NATS, ensures the streams and consumes SCANS into the shards. */
-export async function startScanIngest(services: Services, natsUrl: string, options: Partial<IngestOptions> = {}): Promise<ScanIngest> {
+/**
+ * Connects to NATS, ensures the streams and consumes every source (SCANS by default) into the
+ * shards over one connection; /readyz is ready while every consumer is.
+ */
+export async function startScanIngest(
+  services: Services,
+  natsUrl: string,
+  sources: ScanSource[] = [scansSource],
+  options: Partial<IngestOptions> = {},
+): Promise<ScanIngest> {
   const nc = await connectNats(natsUrl, 'trackd-ingest', { reconnect: true });
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
-  return new ScanConsumer(services, nc, jsm, js, { ...DEFAULT_OPTIONS, ...options });
+  const consumers: ScanConsumer[] = [];
+  const onReadiness = () => {
+    services.readiness.consumer = consumers.length === sources.length && consumers.every((c) => c.ready);
+  };
+  for (const source of sources) consumers.push(new ScanConsumer(services, source, js, jsm, { ...DEFAULT_OPTIONS, ...options }, onReadiness));
+  void watchStatus(nc, consumers);
+  return {
+    async stop() {
+      await Promise.all(consumers.map((c) => c.stop()));
+      await nc.drain();
+    },
+  };
+}
+
+async function watchStatus(nc: NatsConnection, consumers: ScanConsumer[]): Promise<void> {
+  for await (const s of nc.status()) {
+    for (const c of consumers) {
+      if (s.type === 'disconnect') c.disconnected();
+      if (s.type === 'reconnect') c.endSession('reconnected to nats-server');
+    }
+  }
 }

@@ -10,7 +10,8 @@ export function isApiError(err: unknown, code: number): boolean {
   return err instanceof JetStreamApiError && err.code === code;
 }
 
-async function ensureStream(jsm: JetStreamManager, name: string, subject: string): Promise<StreamInfo> {
+/** Creates a file-storage stream when missing; never deletes or rewrites it. */
+export async function ensureStream(jsm: JetStreamManager, name: string, subject: string): Promise<StreamInfo> {
   try {
     return await jsm.streams.info(name);
   } catch (err) {
