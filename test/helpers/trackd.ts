@@ -173,7 +173,7 @@ export async function startTrackd(t: Teardown, options: StartOptions = {}): Prom
       return trackd.cli(['keys', 'create', '--org', String(orgId), '--name', 'test', '--scopes', scopes.join(','), ...extra]);
     },
     async stop(signal = 'SIGTERM') {
-      if (child.exitCode !== null) return child.exitCode;
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
       child.kill(signal);
       return exited;
