@@ -41,7 +41,7 @@ async function setup(t: Teardown, natsUrl?: string) {
 t.test('kill -9 while a backlog drains: after restart every scan is in the history exactly once', async (t) => {
   const { trackd, org, token, ids } = await setup(t);
   const nc = await natsClient(t, trackd.natsUrl);
-  const total = 15_000;
+  const total = 8000;
   await trackd.stop();
   await publishRange(nc, org.id, 0, total);
   await trackd.restart();
@@ -70,7 +70,7 @@ t.test('a nats-server restart while a backlog drains: the consumer reconnects an
   const nats = await startNats(t);
   const { trackd, org, token, ids } = await setup(t, nats.url);
   const nc = await natsClient(t, nats.url);
-  const total = 6000;
+  const total = 4000;
   await trackd.stop();
   await publishRange(nc, org.id, 0, total);
   await trackd.restart();
