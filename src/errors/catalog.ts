@@ -1,4 +1,7 @@
-/** The error types of interface.md 7.1 (plus `payload_too_large`, an additive type for the body limit). */
+/**
+ * The error types of interface.md 7.1, plus additive types (interface 9.2): `payload_too_large` (body
+ * limit), `request_timeout` (body not received in time) and `service_unavailable` (shutting down).
+ */
 export const ERROR_TYPES = {
   validation_error: { status: 400, title: 'Validation failed' },
   bad_request: { status: 400, title: 'Bad request' },
@@ -7,6 +10,7 @@ export const ERROR_TYPES = {
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },
+  request_timeout: { status: 408, title: 'Request timeout' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   missing_org_context: { status: 422, title: 'Missing org context' },

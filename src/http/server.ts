@@ -13,10 +13,17 @@ import { RateLimiter, type RateWindow } from './rateLimit.js';
 import { Router, type Method } from './router.js';
 import { parsePathId, parseQuery } from './query.js';
 import { compileValidator, type BodyValidator } from './validation.js';
+import { findDuplicateKey } from './json.js';
 import type { Reply, RequestContext, Route } from './route.js';
 
 /** Largest request body accepted (1 MiB); larger bodies get 413 payload_too_large. */
 export const MAX_BODY_BYTES = 1024 * 1024;
+/**
+ * A body must arrive in full within this time of the request head, else 408 request_timeout and the
+ * connection is closed: a client trickling its body holds no buffer or socket for long. (uWS itself
+ * drops a request still incomplete after about 10 s, silently; this answers first.)
+ */
+export const BODY_READ_TIMEOUT_MS = 5000;
 
 const STATUS_TEXT: Record<number, string> = {
   200: '200 OK',
@@ -28,6 +35,7 @@ const STATUS_TEXT: Record<number, string> = {
   403: '403 Forbidden',
   404: '404 Not Found',
   405: '405 Method Not Allowed',
+  408: '408 Request Timeout',
   409: '409 Conflict',
   413: '413 Payload Too Large',
   415: '415 Unsupported Media Type',
@@ -59,6 +67,8 @@ interface Pending {
   rate: RateWindow | undefined;
   started: number;
   route: string;
+  /** Settles a pending body read when the client goes away. */
+  abortBody: (() => void) | undefined;
 }
 
 interface RequestSeries {
@@ -163,9 +173,11 @@ export class HttpServer {
       rate: undefined,
       started,
       route: 'unmatched',
+      abortBody: undefined,
     };
     res.onAborted(() => {
       p.aborted = true;
+      p.abortBody?.();
       this.finish(p, 499);
     });
     this.inFlight++;
@@ -269,7 +281,7 @@ export class HttpServer {
           );
         }
         const raw = await bodyPromise;
-        if (raw === undefined) return; // over the limit: already answered 413
+        if (raw === undefined) return; // already answered (413, 408) or the client is gone
         body = parseJsonObject(raw, route.method === 'PATCH');
         errors.push(...compiled.validateBody!(body));
         if (route.body.check) errors.push(...route.body.check(body));
@@ -293,22 +305,34 @@ export class HttpServer {
     }
   }
 
-  /** Resolves with the whole body, or undefined once it passed the limit (413 already sent); never rejects. */
+  /**
+   * Resolves with the whole body, or undefined once the request was answered or abandoned (over the
+   * limit: 413; not in time: 408; client gone). Never rejects: the request may already have been
+   * answered (401, 403, 400 on the query) and then nobody awaits it.
+   */
   private readBody(p: Pending): Promise<Buffer | undefined> {
     return new Promise((resolve) => {
       const chunks: Buffer[] = [];
       let size = 0;
+      const stop = (answer: ApiError | undefined, body?: Buffer) => {
+        clearTimeout(timer);
+        p.abortBody = undefined;
+        chunks.length = 0;
+        if (answer !== undefined) this.fail(p, answer, true);
+        resolve(body);
+      };
+      const timer = setTimeout(
+        () => stop(new ApiError('request_timeout', `Request body not received within ${BODY_READ_TIMEOUT_MS / 1000} seconds`)),
+        BODY_READ_TIMEOUT_MS,
+      );
+      p.abortBody = () => stop(undefined);
       p.res.onData((chunk, isLast) => {
-        if (p.done) return;
+        if (p.done || p.abortBody === undefined) return;
         size += chunk.byteLength;
-        if (size > MAX_BODY_BYTES) {
-          this.fail(p, tooLarge(), true);
-          resolve(undefined);
-          return;
-        }
+        if (size > MAX_BODY_BYTES) return stop(tooLarge());
         // uWS neuters the chunk when this callback returns: copy it.
         chunks.push(Buffer.from(new Uint8Array(chunk)));
-        if (isLast) resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+        if (isLast) stop(undefined, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
       });
     });
   }
@@ -413,10 +437,16 @@ function remoteAddress(res: uWS.HttpResponse): string {
 /** Decodes a body as UTF-8 JSON whose top level is an object, else the bad_request of interface 7.1. */
 function parseJsonObject(raw: Buffer, isPatch: boolean): Record<string, unknown> {
   let value: unknown;
+  let text: string;
   try {
-    value = JSON.parse(utf8.decode(raw));
+    text = utf8.decode(raw);
+    value = JSON.parse(text);
   } catch {
     throw new ApiError('bad_request', 'Request body is not valid JSON');
+  }
+  if (typeof value === 'object' && value !== null) {
+    const duplicate = findDuplicateKey(text);
+    if (duplicate !== undefined) throw new ApiError('bad_request', `Request body is not valid JSON: duplicate key ${JSON.stringify(duplicate)}`);
   }
   if (value === null && isPatch) throw new ApiError('bad_request', 'Request body must be a JSON object (RFC 7396)');
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {

@@ -14,7 +14,8 @@ import { parseTimestamp, timestampMessages } from './timestamps.js';
  */
 const ajv = new Ajv({ allErrors: true, strict: false, verbose: true, ownProperties: true });
 
-const INT64_MAX = 9223372036854775807;
+/** 2^63: as a double, 9223372036854775807 rounds up to it, so the bound must be exclusive. */
+const INT64_LIMIT = 2 ** 63;
 const OVERFLOW_SUFFIX = ' is outside the 64-bit integer range';
 
 ajv.addKeyword({
@@ -41,7 +42,7 @@ ajv.addKeyword({
   type: 'number',
   errors: true,
   validate: function validateInt64(_s: unknown, data: number) {
-    if (Math.abs(data) <= INT64_MAX) return true;
+    if (Math.abs(data) < INT64_LIMIT) return true;
     (validateInt64 as unknown as { errors: Partial<ErrorObject>[] }).errors = [{ keyword: 'x-int64', message: 'overflow', params: {} }];
     return false;
   },

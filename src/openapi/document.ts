@@ -152,19 +152,21 @@ const ERROR_RESPONSES: Record<string, string> = {
   401: 'unauthorized',
   403: 'forbidden',
   404: 'not_found',
+  408: 'request_timeout (the body did not arrive in time)',
   409: 'conflict',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
   422: 'missing_org_context',
   429: 'rate_limited',
   500: 'internal_error',
+  503: 'service_unavailable (shutting down)',
 };
 
 function errorStatusesFor(route: Route): number[] {
-  const statuses = [400, 401, 429, 500];
+  const statuses = [400, 401, 429, 500, 503];
   if ((route.scopes?.length ?? 0) > 0) statuses.push(403);
   if (route.path.includes('{')) statuses.push(404);
-  if (route.body) statuses.push(413, 415);
+  if (route.body) statuses.push(408, 413, 415);
   if (route.method !== 'GET' && route.path.includes('{') || route.method === 'POST') statuses.push(409);
   if (route.path === '/api/v1/orgs/me') statuses.push(422);
   return [...new Set(statuses)].sort();

@@ -1,0 +1,41 @@
+/**
+ * The first key that appears twice in one object of a JSON text, else undefined. `text` must already
+ * have parsed. JSON.parse keeps the last duplicate silently; trackd rejects such bodies instead
+ * (I-JSON, RFC 7493 section 2.3), so what a proxy or log reads is what the service applied.
+ */
+export function findDuplicateKey(text: string): string | undefined {
+  const objects: (Set<string> | undefined)[] = [];
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      const start = i;
+      let escaped = false;
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c /* \ */) {
+          escaped = true;
+          i++;
+        } else if (d === 0x22) break;
+      }
+      if (expectKey) {
+        const key = escaped ? (JSON.parse(text.slice(start, i + 1)) as string) : text.slice(start + 1, i);
+        const keys = objects[objects.length - 1] as Set<string>;
+        if (keys.has(key)) return key;
+        keys.add(key);
+        expectKey = false;
+      }
+    } else if (c === 0x7b /* { */) {
+      objects.push(new Set());
+      expectKey = true;
+    } else if (c === 0x5b /* [ */) {
+      objects.push(undefined);
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      objects.pop();
+      expectKey = false;
+    } else if (c === 0x2c /* , */) {
+      expectKey = objects[objects.length - 1] !== undefined;
+    }
+  }
+  return undefined;
+}
