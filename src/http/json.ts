@@ -39,3 +39,30 @@ export function findDuplicateKey(text: string): string | undefined {
   }
   return undefined;
 }
+
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * True when a parsed JSON value holds a string or key with a lone surrogate (only possible through
+ * \u escapes, since the bytes were valid UTF-8). I-JSON forbids them, and SQLite would store U+FFFD
+ * in their place, so the stored text would differ from what was accepted.
+ */
+export function hasLoneSurrogate(text: string, value: unknown): boolean {
+  if (!SURROGATE_ESCAPE.test(text)) return false;
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const v = pending.pop();
+    if (typeof v === 'string') {
+      if (LONE_SURROGATE.test(v)) return true;
+    } else if (Array.isArray(v)) {
+      for (const item of v) pending.push(item);
+    } else if (v !== null && typeof v === 'object') {
+      for (const [key, item] of Object.entries(v)) {
+        if (LONE_SURROGATE.test(key)) return true;
+        pending.push(item);
+      }
+    }
+  }
+  return false;
+}

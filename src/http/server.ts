@@ -13,7 +13,7 @@ import { RateLimiter, type RateWindow } from './rateLimit.js';
 import { Router, type Method } from './router.js';
 import { parsePathId, parseQuery } from './query.js';
 import { compileValidator, type BodyValidator } from './validation.js';
-import { findDuplicateKey } from './json.js';
+import { findDuplicateKey, hasLoneSurrogate } from './json.js';
 import type { Reply, RequestContext, Route } from './route.js';
 
 /** Largest request body accepted (1 MiB); larger bodies get 413 payload_too_large. */
@@ -447,6 +447,7 @@ function parseJsonObject(raw: Buffer, isPatch: boolean): Record<string, unknown>
   if (typeof value === 'object' && value !== null) {
     const duplicate = findDuplicateKey(text);
     if (duplicate !== undefined) throw new ApiError('bad_request', `Request body is not valid JSON: duplicate key ${JSON.stringify(duplicate)}`);
+    if (hasLoneSurrogate(text, value)) throw new ApiError('bad_request', 'Request body is not valid JSON: a string holds an unpaired UTF-16 surrogate escape');
   }
   if (value === null && isPatch) throw new ApiError('bad_request', 'Request body must be a JSON object (RFC 7396)');
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {

@@ -23,6 +23,8 @@ export interface RawOptions {
   timeoutMs?: number;
   /** Destroy the socket right after the last part was written. */
   disconnectAfterWrite?: boolean;
+  /** After a complete response, wait (up to timeoutMs) for the server to close the connection. */
+  waitForClose?: boolean;
 }
 
 /**
@@ -30,7 +32,7 @@ export interface RawOptions {
  * hand-made chunked encoding, invalid bytes, trickling, disconnecting midway).
  */
 export function rawExchange(port: number, head: string, parts: (string | Buffer)[] = [], options: RawOptions = {}): Promise<RawExchange> {
-  const { delayMs = 0, timeoutMs = 15_000, disconnectAfterWrite = false } = options;
+  const { delayMs = 0, timeoutMs = 15_000, disconnectAfterWrite = false, waitForClose = false } = options;
   return new Promise((resolve) => {
     const started = Date.now();
     const socket = net.connect(port, '127.0.0.1');
@@ -49,7 +51,7 @@ export function rawExchange(port: number, head: string, parts: (string | Buffer)
       // One response per exchange: stop once a complete one is in.
       const parsed = parseResponse(Buffer.concat(received).toString('utf8'), false, false, 0);
       const length = Number(parsed.headers['content-length'] ?? NaN);
-      if (parsed.status !== undefined && Buffer.byteLength(parsed.body) >= length) settle(false, false);
+      if (!waitForClose && parsed.status !== undefined && Buffer.byteLength(parsed.body) >= length) settle(false, false);
     });
     socket.on('close', () => settle(true, false));
     socket.on('error', () => settle(true, false));
