@@ -119,8 +119,10 @@ export function shardSnapshotter(t: Teardown, trackd: Trackd): () => string {
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'knex_%' AND name NOT LIKE 'sqlite_%' ORDER BY name")
         .all() as { name: string }[];
       for (const { name } of tables) {
-        const rows = db.prepare(`SELECT * FROM "${name}" ORDER BY rowid`).raw().all();
-        out.push(`${file}/${name}:${JSON.stringify(rows, (_k, v) => (typeof v === 'bigint' ? String(v) : v))}`);
+        const rows = (db.prepare(`SELECT * FROM "${name}"`).raw().all() as unknown[]).map((row) =>
+          JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? String(v) : Buffer.isBuffer(v) ? v.toString('base64') : v)),
+        );
+        out.push(`${file}/${name}:${rows.sort().join('\n')}`);
       }
     }
     return out.join('\n');
