@@ -11,7 +11,7 @@ interface ReaderMessage {
 }
 
 /** Most QoS 1 publishes awaiting their PUBACK at once when replaying as fast as possible. */
-const IN_FLIGHT = 256;
+const IN_FLIGHT = 1024;
 /** Characters nats-server 2.9 refuses in MQTT topics, and the topic and subject wildcards. */
 const TOPIC_UNSAFE = /[\s.+#/*>\u0000]/;
 
