@@ -99,6 +99,20 @@ t.test('asset validation', async (t) => {
     t.same(asset.tags.map((tag: any) => tag.value), ['has\ttab and, comma/slash']);
   });
 
+  t.test('absurdly deep or overflowing values are refused cleanly', async (t) => {
+    const depth = 100_000;
+    const deep = `{"name":"Deep","metadata":${'{"n":'.repeat(depth)}1${'}'.repeat(depth)}}`;
+    const res = await api.req('POST', '/api/v1/assets', deep);
+    t.same([res.status, fieldCodes(res)], [400, [['metadata', 'invalid_value']]], 'no stack overflow, no 500');
+    const deepArray = `{"name":"Deep","metadata":{"a":${'['.repeat(depth)}${']'.repeat(depth)}}}`;
+    t.same(fieldCodes(await api.req('POST', '/api/v1/assets', deepArray)), [['metadata', 'invalid_value']]);
+    const asset = await api.create({ name: 'Echo overflow' });
+    const overflow = await api.req('PATCH', `/api/v1/assets/${asset.id}`, `{"id": 99999999999999999999}`);
+    t.same([overflow.status, fieldCodes(overflow)], [400, [['id', 'invalid_value']]], 'int64 overflow of an echoed id');
+    const fraction = await api.req('PATCH', `/api/v1/assets/${asset.id}`, { id: 1.5 });
+    t.same(fieldCodes(fraction), [['id', 'invalid_value']]);
+  });
+
   t.test('several failures are reported together', async (t) => {
     const res = await api.req('POST', '/api/v1/assets', { name: '', external_key: 'a_b', metadata: [], location_id: 1, tags: [{ tag_type: null, value: 'x' }] });
     t.equal(res.status, 400);

@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox';
 import type { Route } from '../http/route.js';
 import { DataEnvelope, ListEnvelope } from '../masterdata/fields.js';
 import { masterListParams } from '../masterdata/filters.js';
@@ -36,7 +37,7 @@ export function assetRoutes(): Route[] {
         201: {
           description: 'The created asset',
           schema: DataEnvelope(AssetView),
-          headers: { Location: { description: '/api/v1/assets/{asset_id}', schema: { type: 'string' } as never } },
+          headers: { Location: { description: '/api/v1/assets/{asset_id}', schema: Type.String() } },
         },
       },
       handler: async (ctx) => {

@@ -9,7 +9,7 @@ import { requestTime } from './rules.js';
  * verbatim GET-to-PATCH echo validates; `takeReadOnlyEchoes` then judges them against the row.
  */
 export const ReadOnlyEchoProperties = {
-  id: Type.Optional(Type.Integer({ description: 'Read-only echo: dropped when equal to the current value, else read_only.' })),
+  id: Type.Optional(Type.Integer({ format: 'int64', 'x-int64': true, description: 'Read-only echo: dropped when equal to the current value, else read_only.' })),
   external_key: Type.Optional(Type.String({ description: 'Read-only echo: dropped when equal, else invalid_context (use the rename endpoint).' })),
   created_at: Type.Optional({ ...RequiredTimestamp, description: 'Read-only echo, compared by instant: else read_only.' }),
   updated_at: Type.Optional({

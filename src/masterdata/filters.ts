@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import { pagingParams, type QuerySpec, type SortTerm } from '../http/query.js';
 import type { Shard } from '../shards/shard.js';
-import { sqlBuilder } from '../storage/sqlite.js';
 import { applyLiveness, likePattern, runList, type Page, type SortColumns } from './list.js';
+import type { KeyedTable } from './keys.js';
 import { tagsJsonColumn, type TagOwner } from './tags.js';
 import { masterColumns, type MasterRow } from './view.js';
 
@@ -21,7 +21,14 @@ export function masterListParams(sortFields: readonly string[], defaultSort: str
  * Applies the shared list filters to a query over `alias`: the liveness rule (temporal always,
  * soft-delete unless include_deleted), external_key any-of, is_active and q.
  */
-export function applyMasterFilters(q: Knex.QueryBuilder, alias: string, query: Record<string, unknown>, now: number, tagColumn: TagOwner['column']): Knex.QueryBuilder {
+export function applyMasterFilters(
+  q: Knex.QueryBuilder,
+  alias: string,
+  orgId: number,
+  query: Record<string, unknown>,
+  now: number,
+  tagColumn: TagOwner['column'],
+): Knex.QueryBuilder {
   applyLiveness(q, alias, now, query.include_deleted === true);
   const keys = query.external_key as string[] | undefined;
   if (keys !== undefined && keys.length > 0) q.whereIn(`${alias}.external_key`, keys);
@@ -33,24 +40,29 @@ export function applyMasterFilters(q: Knex.QueryBuilder, alias: string, query: R
         .whereRaw(`${alias}.name LIKE ? ESCAPE '\\'`, [pattern])
         .orWhereRaw(`${alias}.external_key LIKE ? ESCAPE '\\'`, [pattern])
         .orWhereRaw(`${alias}.description LIKE ? ESCAPE '\\'`, [pattern])
-        .orWhereRaw(
-          `EXISTS (SELECT 1 FROM tags tq WHERE tq.${tagColumn} = ${alias}.id AND tq.org_id = ${alias}.org_id AND tq.deleted_at IS NULL AND tq.value LIKE ? ESCAPE '\\')`,
-          [pattern],
-        ),
+        // One uncorrelated set of matching owners, not a tag lookup per candidate row.
+        .orWhereRaw(`${alias}.id IN (SELECT tq.${tagColumn} FROM tags tq WHERE tq.org_id = ? AND tq.deleted_at IS NULL AND tq.value LIKE ? ESCAPE '\\')`, [
+          orgId,
+          pattern,
+        ]),
     );
   }
   return q;
 }
 
 /**
- * Runs a master-data list (rows with their tags in the same statement) and maps it to the list
- * envelope. `base` is the filtered query (orgQuery + applyMasterFilters + endpoint filters).
+ * Runs a master-data list and maps it to the list envelope. `base` is the filtered query (orgQuery +
+ * applyMasterFilters + endpoint filters). Two steps: the sorted page of ids (plus total_count), then
+ * the full rows with their tags for just those ids. Selecting everything in the sorted query would
+ * build every row's tags and payload before the sort and OFFSET throw most of them away.
  */
 export function masterPage<Row extends MasterRow, View>(
   shard: Shard,
   base: Knex.QueryBuilder,
   options: {
+    table: KeyedTable;
     alias: string;
+    orgId: number;
     tagColumn: TagOwner['column'];
     query: Record<string, unknown>;
     columns: SortColumns;
@@ -61,14 +73,19 @@ export function masterPage<Row extends MasterRow, View>(
   const { alias, query } = options;
   const limit = query.limit as number;
   const offset = query.offset as number;
-  const withTags = base.clone().select(sqlBuilder.raw(tagsJsonColumn(alias, options.tagColumn)));
-  const { rows, total } = runList<Row>(shard.readerStatements, withTags, {
+  const { rows: page, total } = runList<{ id: number }>(shard.readerStatements, base, {
     sort: query.sort as SortTerm[],
     columns: options.columns,
     idColumn: `${alias}.id`,
     limit,
     offset,
-    select: [...masterColumns(alias), ...(options.extraSelect ?? [])],
+    select: [`${alias}.id`],
   });
-  return { data: rows.map(options.toView), limit, offset, total_count: total };
+  if (page.length === 0) return { data: [], limit, offset, total_count: total };
+  const sql =
+    `SELECT ${[...masterColumns(alias), ...(options.extraSelect ?? [])].join(', ')}, ${tagsJsonColumn(alias, options.tagColumn)} ` +
+    `FROM ${options.table} ${alias} WHERE ${alias}.id IN (SELECT value FROM json_each(?)) AND +${alias}.org_id = ?`;
+  const rows = shard.readerStatements.get(sql).all(JSON.stringify(page.map((r) => r.id)), options.orgId) as Row[];
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return { data: page.map((r) => options.toView(byId.get(r.id)!)), limit, offset, total_count: total };
 }

@@ -38,7 +38,9 @@ export function orgQuery(table: string, alias: string, orgId: number): Knex.Quer
 
 /** The default list scope: the currently-effective rule always; soft-deleted rows unless asked for. */
 export function applyLiveness(q: Knex.QueryBuilder, alias: string, now: number, includeDeleted: boolean): Knex.QueryBuilder {
-  q.where(`${alias}.valid_from`, '<=', now).andWhere((w) => w.whereNull(`${alias}.valid_to`).orWhere(`${alias}.valid_to`, '>', now));
+  // Unary + keeps valid_from (true for nearly every row) from steering the planner onto a range scan:
+  // an index matching the ORDER BY then serves the page and stops at offset + limit.
+  q.whereRaw(`+${alias}.valid_from <= ?`, [now]).andWhere((w) => w.whereNull(`${alias}.valid_to`).orWhere(`${alias}.valid_to`, '>', now));
   if (!includeDeleted) q.whereNull(`${alias}.deleted_at`);
   return q;
 }

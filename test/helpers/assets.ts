@@ -18,12 +18,6 @@ export interface AssetsClient {
   otherOrg(name?: string): Promise<AssetsClient>;
 }
 
-/**
- * The CLI runs synchronously and can block this process for seconds on a loaded machine; meanwhile the
- * server may close an idle keep-alive socket. One turn of the event loop lets fetch see that close
- * before it reuses the socket (else: "other side closed").
- */
-const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
 
 export function assetsClient(trackd: Trackd, orgName: string): AssetsClient {
   const org = trackd.createOrg(orgName);
@@ -43,16 +37,8 @@ export function assetsClient(trackd: Trackd, orgName: string): AssetsClient {
       if (res.status !== 201) throw new Error(`attach ${JSON.stringify(tag)} gave ${res.status}: ${res.text}`);
       return res.json.data;
     },
-    async key(scopes) {
-      const { token: scoped } = trackd.createKey(org.id, scopes);
-      await settle();
-      return scoped;
-    },
-    async otherOrg(name = 'Other Org') {
-      const other = assetsClient(trackd, name);
-      await settle();
-      return other;
-    },
+    key: async (scopes) => trackd.createKey(org.id, scopes).token,
+    otherOrg: async (name = 'Other Org') => assetsClient(trackd, name),
   };
   return self;
 }
