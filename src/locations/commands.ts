@@ -7,6 +7,7 @@ import { assertNoCycle, resolveParent } from './parent.js';
 import type { LocationView } from './schemas.js';
 import { writeCache, writeStatements, type LocationRow, type LocationStatements } from './store.js';
 import { locationTags, toView } from './view.js';
+import { hasLiveAssetsAt } from '../scans/placement.js';
 
 /**
  * Location writes. Each runs as one command in the shard's mailbox, inside one transaction, so the
@@ -108,15 +109,6 @@ export function patchLocation(shard: Shard, orgId: number, id: number, body: Rec
   });
 }
 
-/**
- * Hook for the second delete rule: live assets whose current location is this one. The current
- * location table comes with scan ingestion (migrations/shard/002_scans.ts); until it exists no asset
- * can be placed anywhere, so nothing blocks.
- */
-function hasAssetsPlacedAt(_db: Db, _orgId: number, _locationId: number): boolean {
-  return false; // ASSETS-PLACED-HOOK: wire to the scans current-location table when it lands.
-}
-
 export function deleteLocation(shard: Shard, orgId: number, id: number): Promise<void> {
   return shard.write((db) => {
     const stmts = writeStatements(shard);
@@ -125,7 +117,7 @@ export function deleteLocation(shard: Shard, orgId: number, id: number): Promise
       if (stmts.hasLiveChild.get(orgId, id) === 1) {
         throw ApiError.conflict('location has descendant locations; delete or move them first, cascade is not supported');
       }
-      if (hasAssetsPlacedAt(db, orgId, id)) {
+      if (hasLiveAssetsAt(db, orgId, id)) {
         throw ApiError.conflict('location has assets placed at it; they stay there until scanned elsewhere, cascade is not supported');
       }
       const now = Math.max(Date.now(), row.updated_at);
