@@ -137,7 +137,7 @@ export class HttpServer {
     });
   }
 
-  /** Stops accepting, lets in-flight requests finish (up to `timeoutMs`), then closes. */
+  /** Stops accepting, lets in-flight requests finish (up to `timeoutMs`), then closes idle connections. */
   async stop(timeoutMs = 8000): Promise<void> {
     this.draining = true;
     if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket);
@@ -148,6 +148,9 @@ export class HttpServer {
         setTimeout(resolve, timeoutMs).unref();
       });
     }
+    // app.close() drops every socket at once, unsent bytes included: give the last responses a turn
+    // of the event loop to reach the kernel first (they close their own connections while draining).
+    await new Promise((resolve) => setTimeout(resolve, 50));
     (this.app as unknown as { close?: () => void }).close?.();
   }
 
@@ -365,6 +368,8 @@ export class HttpServer {
       if (!this.limiter.allowed(p.rate)) reply = this.errorReply(p, this.rateLimited(p.rate));
     }
     p.done = true;
+    // While draining, each finished exchange closes its connection (gracefully, after the response is flushed).
+    if (this.draining) closeConnection = true;
     const text = reply.text ?? (reply.body === undefined ? undefined : JSON.stringify(reply.body));
     const res = p.res;
     res.cork(() => {

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import knexFactory, { type Knex } from 'knex';
+import { createRequire } from 'node:module';
+import type { Knex } from 'knex';
 
 export type Db = Database.Database;
 
@@ -27,10 +28,34 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
   return db;
 }
 
+/**
+ * knex is loaded on first use: loading it costs about half a second, which every CLI command and
+ * every start of an already migrated database would otherwise pay without using it.
+ */
+const requireModule = createRequire(import.meta.url);
+let knexFactory: typeof import('knex').knex | undefined;
+const loadKnex = () => (knexFactory ??= requireModule('knex') as typeof import('knex').knex);
+
+/** True when knex has already applied every migration of the list to this file. */
+function isMigrated(file: string, migrations: Migration[]): boolean {
+  if (!fs.existsSync(file)) return false;
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    db.pragma('busy_timeout = 5000');
+    const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'knex_migrations'").get();
+    if (table === undefined) return false;
+    const applied = new Set((db.prepare('SELECT name FROM knex_migrations').all() as { name: string }[]).map((r) => r.name));
+    return migrations.every((m) => applied.has(m.name));
+  } finally {
+    db.close();
+  }
+}
+
 /** Applies knex migrations from a fixed list (compiled modules, no directory scanning). */
 export async function migrate(file: string, migrations: Migration[]): Promise<void> {
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  const knex = knexFactory({ client: 'better-sqlite3', connection: { filename: file }, useNullAsDefault: true });
+  if (isMigrated(file, migrations)) return;
+  const knex = loadKnex()({ client: 'better-sqlite3', connection: { filename: file }, useNullAsDefault: true });
   try {
     await knex.raw('PRAGMA journal_mode = WAL');
     await knex.migrate.latest({
@@ -45,8 +70,14 @@ export async function migrate(file: string, migrations: Migration[]): Promise<vo
   }
 }
 
-/** A knex instance used only to build SQL text; statements run through better-sqlite3. */
-export const sqlBuilder: Knex = knexFactory({ client: 'better-sqlite3', useNullAsDefault: true });
+let builder: Knex | undefined;
+const realBuilder = () => (builder ??= loadKnex()({ client: 'better-sqlite3', useNullAsDefault: true }));
+
+/** A knex instance used only to build SQL text; statements run through better-sqlite3. Created on first use. */
+export const sqlBuilder: Knex = new Proxy(function sqlBuilder() {} as unknown as Knex, {
+  apply: (_target, _this, args: unknown[]) => (realBuilder() as unknown as (...a: unknown[]) => unknown)(...args),
+  get: (_target, property) => Reflect.get(realBuilder(), property),
+});
 
 /** Caches prepared statements by SQL text, so knex-built dynamic queries are prepared once. */
 export class StatementCache {

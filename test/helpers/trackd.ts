@@ -174,7 +174,8 @@ export async function startTrackd(t: Teardown, options: StartOptions = {}): Prom
     },
     async stop(signal = 'SIGTERM') {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-      const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+      // 'close', not 'exit': by then every line the child printed has been read.
+      const exited = new Promise<number | null>((r) => child.once('close', (code) => r(code)));
       child.kill(signal);
       return exited;
     },

@@ -88,7 +88,7 @@ function parseRaw(text: string): RawResponse | undefined {
  * blank line), then `body` chunks written one after another until a response arrives. Used where a
  * fetch client would refuse to send what the test needs (oversized declared lengths, endless chunked bodies).
  */
-export function rawRequest(port: number, head: string, body: Iterable<Buffer | string> = [], timeoutMs = 10_000): Promise<RawResponse> {
+export function rawRequest(port: number, head: string, body: Iterable<Buffer | string> | AsyncIterable<Buffer | string> = [], timeoutMs = 10_000): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     let received = '';
@@ -117,7 +117,7 @@ export function rawRequest(port: number, head: string, body: Iterable<Buffer | s
     });
     socket.on('connect', async () => {
       socket.write(`${head}\r\n\r\n`);
-      for (const chunk of body) {
+      for await (const chunk of body) {
         if (settled || socket.destroyed) return;
         if (!socket.write(chunk)) await new Promise((r) => socket.once('drain', r));
       }
