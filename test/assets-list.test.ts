@@ -120,6 +120,17 @@ t.test('asset lists', async (t) => {
     }
   });
 
+  t.test('q folds case beyond ASCII too', async (t) => {
+    const intl = await server.otherOrg('Intl Org');
+    await intl.create({ name: 'Kein Ärger', external_key: 'H-1', description: 'Große Kiste', tags: [{ tag_type: 'barcode', value: 'été-2026' }] });
+    await intl.create({ name: 'Other', external_key: 'H-2' });
+    const search = async (q: string) => keys(await intl.req('GET', `/api/v1/assets?q=${encodeURIComponent(q)}`));
+    t.same(await search('ÄRGER'), ['H-1'], 'name');
+    t.same(await search('GROSSE'), [], 'lowercasing, not full case folding');
+    t.same(await search('GROßE'), ['H-1'], 'description');
+    t.same(await search('ÉTÉ-'), ['H-1'], 'tag value');
+  });
+
   t.test('unknown and misplaced parameters', async (t) => {
     const res = await list('?colour=red&parent_id=1&location_id=2');
     t.same(fieldCodes(res), [

@@ -56,6 +56,7 @@ const createCases: Case[] = [
   { name: 'location_external_key', body: { location_external_key: 'L-1' }, fields: [['location_external_key', 'read_only']], message: /fixed-reader pipeline.*handheld submission/ },
   { name: 'location_id null is still present', body: { location_id: null }, fields: [['location_id', 'read_only']] },
   { name: 'tags not an array', body: { tags: {} }, fields: [['tags', 'invalid_value']] },
+  { name: 'more than 100 tags', body: { tags: Array.from({ length: 101 }, (_, i) => ({ tag_type: 'rfid', value: `V${i}` })) }, fields: [['tags', 'too_long']] },
   { name: 'tag without tag_type', body: { tags: [{ value: 'V' }] }, fields: [['tags[0].tag_type', 'required']] },
   { name: 'tag with null tag_type', body: { tags: [{ tag_type: null, value: 'V' }] }, fields: [['tags[0].tag_type', 'required']] },
   { name: 'tag with another tag_type', body: { tags: [{ tag_type: 'nfc', value: 'V' }] }, fields: [['tags[0].tag_type', 'invalid_value']], params: { allowed_values: ['rfid', 'ble', 'barcode'] } },

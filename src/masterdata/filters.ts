@@ -17,6 +17,25 @@ export function masterListParams(sortFields: readonly string[], defaultSort: str
   };
 }
 
+const LOWER_FUNCTION = 'trackd_lower';
+
+/**
+ * Case-insensitive substring test for `q`. SQLite's LIKE folds ASCII letters only, so a q with other
+ * characters compares JavaScript-lowercased text instead (a function registered on the reader by
+ * `masterPage`); plain ASCII keeps LIKE, which needs no call into JavaScript per row.
+ */
+function substringMatch(text: string): { sql: (column: string) => string; value: string } {
+  if (/^[\x00-\x7f]*$/.test(text)) return { sql: (column) => `${column} LIKE ? ESCAPE '\\'`, value: likePattern(text) };
+  return { sql: (column) => `instr(${LOWER_FUNCTION}(${column}), ?) > 0`, value: text.toLowerCase() };
+}
+
+function registerLowerFunction(shard: Shard): void {
+  shard.local('masterdata.lowerFunction', (s) => {
+    s.reader.function(LOWER_FUNCTION, { deterministic: true }, (value: unknown) => (typeof value === 'string' ? value.toLowerCase() : value));
+    return true;
+  });
+}
+
 /**
  * Applies the shared list filters to a query over `alias`: the liveness rule (temporal always,
  * soft-delete unless include_deleted), external_key any-of, is_active and q.
@@ -34,16 +53,16 @@ export function applyMasterFilters(
   if (keys !== undefined && keys.length > 0) q.whereIn(`${alias}.external_key`, keys);
   if (typeof query.is_active === 'boolean') q.where(`${alias}.is_active`, query.is_active ? 1 : 0);
   if (typeof query.q === 'string') {
-    const pattern = likePattern(query.q);
+    const match = substringMatch(query.q);
     q.where((w) =>
       w
-        .whereRaw(`${alias}.name LIKE ? ESCAPE '\\'`, [pattern])
-        .orWhereRaw(`${alias}.external_key LIKE ? ESCAPE '\\'`, [pattern])
-        .orWhereRaw(`${alias}.description LIKE ? ESCAPE '\\'`, [pattern])
+        .whereRaw(match.sql(`${alias}.name`), [match.value])
+        .orWhereRaw(match.sql(`${alias}.external_key`), [match.value])
+        .orWhereRaw(match.sql(`${alias}.description`), [match.value])
         // One uncorrelated set of matching owners, not a tag lookup per candidate row.
-        .orWhereRaw(`${alias}.id IN (SELECT tq.${tagColumn} FROM tags tq WHERE tq.org_id = ? AND tq.deleted_at IS NULL AND tq.value LIKE ? ESCAPE '\\')`, [
+        .orWhereRaw(`${alias}.id IN (SELECT tq.${tagColumn} FROM tags tq WHERE tq.org_id = ? AND tq.deleted_at IS NULL AND ${match.sql('tq.value')})`, [
           orgId,
-          pattern,
+          match.value,
         ]),
     );
   }
@@ -73,6 +92,7 @@ export function masterPage<Row extends MasterRow, View>(
   const { alias, query } = options;
   const limit = query.limit as number;
   const offset = query.offset as number;
+  registerLowerFunction(shard);
   const { rows: page, total } = runList<{ id: number }>(shard.readerStatements, base, {
     sort: query.sort as SortTerm[],
     columns: options.columns,
