@@ -5,6 +5,7 @@ import t from 'tap';
 import { cs463, cs463EventId } from '../src/readers/cs463.js';
 import { READER_FORMATS } from '../src/readers/registry.js';
 import { readersSource } from '../src/readers/source.js';
+import { splitCredentials } from '../src/scans/streams.js';
 import { seed } from './helpers/masterdata.js';
 import { CS463_CORPUS, metricSum } from './helpers/readers.js';
 import { deadLetters, natsClient } from './helpers/scans.js';
@@ -124,4 +125,10 @@ t.test('over MQTT: unknown capture points, malformed payloads, unknown formats a
   t.equal(await metricSum(trackd, 'trackd_scans_dead_lettered_total', 'reason="invalid_json",stream="READERS",format="cs463",reader="dock-reader"'), 1);
   t.equal(await metricSum(trackd, 'trackd_scan_reads_applied_total', 'reader="dock-reader"'), 1);
   t.equal((await trackd.request('GET', '/readyz')).status, 200, 'ready with both consumers');
+});
+
+t.test('NATS_URL credentials (nats://user:pass@host, as deploy/nats-server.conf needs) are passed to nats.js, which ignores them in URLs', async (t) => {
+  t.same(splitCredentials('nats://trackd:s%40cret@nats-host:4222'), { servers: ['nats://nats-host:4222'], user: 'trackd', pass: 's@cret' });
+  t.same(splitCredentials('nats://tok@a:4222, nats://b:4222'), { servers: ['nats://a:4222', 'nats://b:4222'], user: 'tok', pass: undefined });
+  t.same(splitCredentials('127.0.0.1:4222'), { servers: ['127.0.0.1:4222'], user: undefined, pass: undefined });
 });

@@ -33,10 +33,31 @@ export async function ensureScanStreams(jsm: JetStreamManager): Promise<{ scans:
 }
 
 export function connectNats(natsUrl: string, name: string, options: { reconnect: boolean }): Promise<NatsConnection> {
+  const { servers, user, pass } = splitCredentials(natsUrl);
   return connect({
-    servers: natsUrl.split(',').map((s) => s.trim()),
+    servers,
+    ...(user === undefined ? {} : pass === undefined ? { token: user } : { user, pass }),
     name,
     maxReconnectAttempts: options.reconnect ? -1 : 0,
     reconnectTimeWait: 250,
   });
+}
+
+/**
+ * nats.js ignores credentials in server URLs; `nats://user:pass@host:4222` (or `nats://token@host`)
+ * is how operators write them in NATS_URL, so they are taken out and passed as options.
+ */
+export function splitCredentials(natsUrl: string): { servers: string[]; user?: string; pass?: string } {
+  let user: string | undefined;
+  let pass: string | undefined;
+  const servers = natsUrl.split(',').map((entry) => {
+    const s = entry.trim();
+    const match = /^([a-z]+:\/\/)([^@/]*)@(.*)$/i.exec(s);
+    if (match === null) return s;
+    const [name, secret] = match[2].split(/:(.*)/s);
+    user ??= decodeURIComponent(name);
+    if (secret !== undefined) pass ??= decodeURIComponent(secret);
+    return match[1] + match[3];
+  });
+  return { servers, user, pass };
 }
