@@ -111,9 +111,13 @@ export async function startTrackd(t: Teardown, options: StartOptions = {}): Prom
   if (natsUrl !== 'embedded') env.NATS_URL = natsUrl;
   let { child, port, lines } = await launch(env);
   t.teardown(async () => {
-    if (child.exitCode === null) {
-      child.kill('SIGKILL');
-      await new Promise((r) => child.once('exit', r));
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      // The embedded nats-server is trackd's child: only a graceful stop takes it down too.
+      child.kill(natsUrl === 'embedded' ? 'SIGTERM' : 'SIGKILL');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
     }
     if (options.dataDir === undefined) fs.rmSync(dataDir, { recursive: true, force: true });
   });
