@@ -22,7 +22,8 @@ export function opsRoutes(services: Services, apiRoutes: () => Route[]): Route[]
     if (json === undefined) {
       const doc = buildOpenApiDocument(apiRoutes());
       json = JSON.stringify(doc);
-      yaml = YAML.stringify(doc);
+      // Shared schema objects must be written out in full: aliases (&a1/*a1) trip YAML clients' alias limits.
+      yaml = YAML.stringify(doc, { aliasDuplicateObjects: false });
     }
     return { json, yaml: yaml as string };
   };
