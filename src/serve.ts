@@ -14,6 +14,7 @@ import { startScanIngest, type ScanIngest } from './scans/ingest.js';
 import { scansSource } from './scans/source.js';
 import type { Services } from './services.js';
 import { ShardRegistry } from './shards/registry.js';
+import { StorageHealth } from './storage/health.js';
 
 export interface RunningService {
   port: number;
@@ -32,6 +33,7 @@ export async function serve(config: Config): Promise<RunningService> {
   const shards = new ShardRegistry(config.DATA_DIR, control);
   await shards.openAll(config.SHARDS);
   const services: Services = { config, logger, metrics, control, shards, readiness: { storage: true, consumer: false } };
+  services.storageHealth = new StorageHealth(config.DATA_DIR, services.readiness, logger);
 
   let embedded: NatsServerProcess | undefined;
   let natsUrl = config.NATS_URL;
@@ -51,6 +53,7 @@ export async function serve(config: Config): Promise<RunningService> {
     authenticator,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MIN,
     shards,
+    storageHealth: services.storageHealth,
   });
   http.addRoutes(allRoutes(services));
   let ingest: ScanIngest | undefined;
@@ -77,6 +80,7 @@ export async function serve(config: Config): Promise<RunningService> {
       await ingest?.stop();
       await shards.closeAll();
       authenticator.close();
+      services.storageHealth?.close();
       control.close();
       await embedded?.stop();
       logger.info('stopped');

@@ -3,6 +3,7 @@ import type { ControlPlane } from './control/controlPlane.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './ops/metrics.js';
 import type { ShardRegistry } from './shards/registry.js';
+import type { StorageHealth } from './storage/health.js';
 
 /** What feature modules are built from. */
 export interface Services {
@@ -13,4 +14,6 @@ export interface Services {
   shards: ShardRegistry;
   /** Readiness inputs for /readyz: each part sets its own flag. */
   readiness: { storage: boolean; consumer: boolean };
+  /** Turns storage failures (disk full, read-only) into readiness 503 and a 503 answer. */
+  storageHealth?: StorageHealth;
 }

@@ -5,6 +5,7 @@ import { ApiError, type FieldError } from '../errors/catalog.js';
 import { asApiError, errorEnvelope } from '../errors/envelope.js';
 import { Authenticator, authDetails, unauthorized, type Principal } from '../auth/authenticator.js';
 import type { ShardRegistry } from '../shards/registry.js';
+import type { StorageHealth } from '../storage/health.js';
 import type { Shard } from '../shards/shard.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../ops/metrics.js';
@@ -85,6 +86,7 @@ export interface HttpServerOptions {
   authenticator: Authenticator;
   rateLimitPerMinute: number;
   shards: ShardRegistry;
+  storageHealth?: StorageHealth;
 }
 
 /**
@@ -348,7 +350,7 @@ export class HttpServer {
   }
 
   private fail(p: Pending, err: unknown, closeConnection = false): void {
-    const apiError = asApiError(err);
+    const apiError = this.options.storageHealth?.report(err) ?? asApiError(err);
     if (apiError.status === 500) {
       this.options.logger.error({ request_id: p.requestId, err, method: p.method, path: p.path }, 'unhandled error');
     }

@@ -238,6 +238,7 @@ class ScanConsumer implements ScanIngest {
         } catch (err) {
           metrics.inc('trackd_scan_batch_failures_total', 'Shard batches that failed and will be retried', { ...this.source.labels, shard: lane.index });
           logger.error({ err: (err as Error).message, shard: lane.index, messages: batch.length }, 'scan batch failed; retrying');
+          this.services.storageHealth?.report(err);
           if (this.stopping) return;
           for (const b of batch) b.msg.working();
           await sleep(backoff);
