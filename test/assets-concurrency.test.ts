@@ -58,4 +58,14 @@ t.test('asset keys under concurrency', async (t) => {
     const found = await api.req('GET', `/api/v1/assets?q=${value}`);
     t.equal(found.json.total_count, 1, 'one asset carries the tag');
   });
+
+  t.test('after a restart minting still finds the lowest free slot', async (t) => {
+    const api = await server.otherOrg('Restart Org');
+    const created = await Promise.all(Array.from({ length: 5 }, (_, i) => api.create({ name: `Before ${i}` })));
+    const second = created.find((a) => a.external_key === slot(2));
+    t.equal((await api.req('DELETE', `/api/v1/assets/${second.id}`)).status, 204);
+    await server.trackd.restart();
+    t.equal((await api.create({ name: 'after restart' })).external_key, slot(2), 'the freed slot');
+    t.equal((await api.create({ name: 'after restart 2' })).external_key, slot(6), 'then the next unused one');
+  });
 });
