@@ -192,7 +192,7 @@ t.test('locations: create, get, patch, rename, delete', async (t) => {
       ['deleted_at set', { deleted_at: '2001-01-01T00:00:00Z' }, [['deleted_at', 'read_only']]],
       ['external_key differs', { external_key: 'SOMETHING-ELSE' }, [['external_key', 'invalid_context']]],
       ['tags differ', { tags: [{ id: 1, tag_type: 'rfid', value: 'x' }] }, [['tags', 'invalid_context']]],
-      ['tags not an array', { tags: 'x' }, [['tags', 'invalid_context']]],
+      ['tags not an array', { tags: 'x' }, [['tags', 'invalid_value']]],
     ];
     for (const [name, body, expected] of cases) {
       const res = await api.req('PATCH', `/api/v1/locations/${v.id}`, body);

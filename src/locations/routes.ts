@@ -1,10 +1,11 @@
 import { Type } from '@sinclair/typebox';
-import { ApiError } from '../errors/catalog.js';
 import type { RequestContext, Route } from '../http/route.js';
-import { createLocation, deleteLocation, patchLocation, renameLocation } from './commands.js';
+import { createLocation, deleteLocation, LOCATION_TAGS, patchLocation, renameLocation } from './commands.js';
 import { listLocations } from './list.js';
 import {
   CreateLocationBody,
+  createErrors,
+  patchErrors,
   LocationEnvelope,
   LocationList,
   PatchLocationBody,
@@ -15,7 +16,9 @@ import {
 } from './schemas.js';
 import { readStatements, type LocationRow } from './store.js';
 import { ancestors, children, descendants } from './tree.js';
-import { toViews } from './view.js';
+import { toView } from './view.js';
+import { tagRoutes } from '../masterdata/tags.js';
+import { notFound } from '../masterdata/rows.js';
 
 const READ = ['locations:read'];
 const WRITE = ['locations:write'];
@@ -24,7 +27,7 @@ const ITEM = '/api/v1/locations/{location_id}';
 /** A live location by id (the by-id rule: soft-deleted is 404, the temporal rule is skipped). */
 function requireLive(ctx: RequestContext): number {
   const id = ctx.params.location_id;
-  if (readStatements(ctx.shard).liveById.get(ctx.principal.orgId, id) === undefined) throw ApiError.notFound(`location ${id} not found`);
+  if (readStatements(ctx.shard).liveById.get(ctx.principal.orgId, id) === undefined) throw notFound('locations', id);
   return id;
 }
 
@@ -44,7 +47,7 @@ const treeRoute = (
   handler: (ctx) => {
     const id = requireLive(ctx);
     const paging = { limit: ctx.query.limit as number, offset: ctx.query.offset as number };
-    return { status: 200, body: run(ctx.shard.reader, readStatements(ctx.shard), ctx.principal.orgId, id, Date.now(), paging) };
+    return { status: 200, body: run(readStatements(ctx.shard), ctx.principal.orgId, id, Date.now(), paging) };
   },
 });
 
@@ -68,7 +71,7 @@ export function locationRoutes(): Route[] {
       summary: 'Create a location',
       tag: 'Locations',
       scopes: WRITE,
-      body: { schema: CreateLocationBody, contentType: 'application/json' },
+      body: { schema: CreateLocationBody, contentType: 'application/json', check: createErrors },
       responses: {
         201: {
           description: 'The created location',
@@ -92,8 +95,8 @@ export function locationRoutes(): Route[] {
       handler: (ctx) => {
         const orgId = ctx.principal.orgId;
         const row = readStatements(ctx.shard).liveById.get(orgId, ctx.params.location_id) as LocationRow | undefined;
-        if (row === undefined) throw ApiError.notFound(`location ${ctx.params.location_id} not found`);
-        return { status: 200, body: { data: toViews(ctx.shard.reader, orgId, [row])[0] } };
+        if (row === undefined) throw notFound('locations', ctx.params.location_id);
+        return { status: 200, body: { data: toView(row) } };
       },
     },
     {
@@ -103,7 +106,7 @@ export function locationRoutes(): Route[] {
       summary: 'Update a location (JSON merge patch)',
       tag: 'Locations',
       scopes: WRITE,
-      body: { schema: PatchLocationBody, contentType: 'application/merge-patch+json' },
+      body: { schema: PatchLocationBody, contentType: 'application/merge-patch+json', check: patchErrors },
       responses: { 200: { description: 'The updated location', schema: LocationEnvelope } },
       handler: async (ctx) => ({
         status: 200,
@@ -140,5 +143,6 @@ export function locationRoutes(): Route[] {
     treeRoute('ancestors', 'Ancestors of a location, root first', ancestors),
     treeRoute('children', 'Immediate children of a location, by name then id', children),
     treeRoute('descendants', 'The subtree under a location in depth-first preorder', descendants),
+    ...tagRoutes(LOCATION_TAGS, { collectionPath: '/api/v1/locations', idParam: 'location_id', openApiTag: 'Locations', scopes: WRITE }),
   ];
 }

@@ -1,10 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox';
+import type { FieldError } from '../errors/catalog.js';
 import { pagingParams, type QuerySpec } from '../http/query.js';
+import { ReadOnlyEchoProperties } from '../masterdata/echo.js';
+import { masterListParams } from '../masterdata/filters.js';
+import { bodyWindowErrors } from '../masterdata/rules.js';
+import { tagListErrors, TagRequest } from '../masterdata/tags.js';
 import {
   DataEnvelope,
   Description,
   ExternalKey,
-  Id,
   ListEnvelope,
   Name,
   Nullable,
@@ -37,14 +41,6 @@ export const LocationView = Type.Object(
 );
 export type LocationView = Static<typeof LocationView>;
 
-const TagRequest = Type.Object(
-  {
-    tag_type: Type.String({ enum: ['rfid', 'ble', 'barcode'] }),
-    value: Type.String(),
-  },
-  { additionalProperties: false },
-);
-
 /** Fields writable on create and on PATCH, all optional there (name is required on create). */
 const optionalWritable = {
   description: Type.Optional(Description),
@@ -72,12 +68,7 @@ export const PatchLocationBody = Type.Object(
   {
     name: Type.Optional(Name),
     ...optionalWritable,
-    id: Type.Optional(Type.Unknown()),
-    external_key: Type.Optional(Type.Unknown()),
-    created_at: Type.Optional(Type.Unknown()),
-    updated_at: Type.Optional(Type.Unknown()),
-    deleted_at: Type.Optional(Type.Unknown()),
-    tags: Type.Optional(Type.Unknown()),
+    ...ReadOnlyEchoProperties,
   },
   { additionalProperties: false },
 );
@@ -95,14 +86,14 @@ export const RenameResult = Type.Object({
 export const LIST_SORT_FIELDS = ['external_key', 'name', 'created_at'] as const;
 
 export const listQuery: QuerySpec = {
-  ...pagingParams(LIST_SORT_FIELDS, 'external_key'),
-  external_key: { kind: 'external_key', repeatable: true, description: 'Any-of filter on external_key (repeat the parameter).' },
+  ...masterListParams(LIST_SORT_FIELDS, 'external_key'),
   parent_id: { kind: 'id', repeatable: true, description: 'Any-of filter on parent_id; not together with parent_external_key.' },
   parent_external_key: { kind: 'external_key', repeatable: true, description: 'Any-of filter on the parent external_key; not together with parent_id.' },
-  is_active: { kind: 'boolean' },
-  include_deleted: { kind: 'boolean', default: false, description: 'Add soft-deleted rows (the temporal rule still applies).' },
-  q: { kind: 'q', description: 'Case-insensitive substring of name, external_key, description or an active tag value.' },
 };
+
+/** Body checks reported with the schema's failures (tag_type rule, valid window on the body alone). */
+export const createErrors = (body: Record<string, unknown>): FieldError[] => [...tagListErrors(body), ...bodyWindowErrors(body, Date.now())];
+export const patchErrors = (body: Record<string, unknown>): FieldError[] => bodyWindowErrors(body);
 
 /** The tree endpoints page with limit/offset in a fixed order; `sort` is refused. */
 export const treeQuery: QuerySpec = {
@@ -111,4 +102,3 @@ export const treeQuery: QuerySpec = {
   sort: { kind: 'reject', message: 'sort parameter not supported on this endpoint' },
 };
 
-export { Id };

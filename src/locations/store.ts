@@ -1,22 +1,13 @@
 import type { Statement } from 'better-sqlite3';
 import type { Shard } from '../shards/shard.js';
-import { StatementCache, type Db } from '../storage/sqlite.js';
+import { tagsJsonColumn } from '../masterdata/tags.js';
+import { masterColumns, type MasterRow } from '../masterdata/view.js';
+import type { Db } from '../storage/sqlite.js';
 
 /** A locations row joined with its parent's external_key (kept even when the parent is soft-deleted). */
-export interface LocationRow {
-  id: number;
-  org_id: number;
-  external_key: string;
-  name: string;
-  description: string | null;
+export interface LocationRow extends MasterRow {
   parent_id: number | null;
   parent_external_key: string | null;
-  is_active: number;
-  valid_from: number;
-  valid_to: number | null;
-  created_at: number;
-  updated_at: number;
-  deleted_at: number | null;
 }
 
 /** One node of a subtree walk: enough to order it and to apply the list scope. */
@@ -27,8 +18,9 @@ export interface TreeNode {
   valid_to: number | null;
 }
 
-export const ROW_COLUMNS = `l.id, l.org_id, l.external_key, l.name, l.description, l.parent_id, p.external_key AS parent_external_key,
-  l.is_active, l.valid_from, l.valid_to, l.created_at, l.updated_at, l.deleted_at`;
+/** The parent columns of a LocationView, beside masterColumns('l'); `p` is the parent joined by id. */
+export const PARENT_COLUMNS = ['l.parent_id', 'p.external_key AS parent_external_key'];
+const ROW_COLUMNS = [...masterColumns('l'), ...PARENT_COLUMNS, tagsJsonColumn('l', 'location_id')].join(', ');
 export const ROW_FROM = 'locations l LEFT JOIN locations p ON p.id = l.parent_id AND p.org_id = l.org_id';
 
 /**
@@ -39,7 +31,6 @@ export const ROW_FROM = 'locations l LEFT JOIN locations p ON p.id = l.parent_id
 export class LocationStatements {
   readonly byId: Statement;
   readonly liveById: Statement;
-  readonly liveByKey: Statement;
   readonly liveIdByKey: Statement;
   readonly byIds: Statement;
   /** Ancestors of a location, nearest first, with their distance; stops at the root. */
@@ -56,9 +47,6 @@ export class LocationStatements {
   constructor(db: Db) {
     this.byId = db.prepare(`SELECT ${ROW_COLUMNS} FROM ${ROW_FROM} WHERE l.org_id = ? AND l.id = ?`);
     this.liveById = db.prepare(`SELECT ${ROW_COLUMNS} FROM ${ROW_FROM} WHERE l.org_id = ? AND l.id = ? AND l.deleted_at IS NULL`);
-    this.liveByKey = db.prepare(
-      `SELECT ${ROW_COLUMNS} FROM ${ROW_FROM} WHERE l.org_id = ? AND l.external_key = ? AND l.deleted_at IS NULL`,
-    );
     this.liveIdByKey = db
       .prepare('SELECT id FROM locations WHERE org_id = ? AND external_key = ? AND deleted_at IS NULL')
       .pluck();
@@ -132,7 +120,3 @@ export function writeStatements(shard: Shard): LocationStatements {
   return shard.local('locations.write', (s) => new LocationStatements(s.writer));
 }
 
-/** Cached statements on the writer connection for the writes whose SQL is built per request. */
-export function writeCache(shard: Shard): StatementCache {
-  return shard.local('locations.writeCache', (s) => new StatementCache(s.writer));
-}

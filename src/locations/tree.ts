@@ -1,8 +1,7 @@
 import type { Page } from '../masterdata/list.js';
-import type { Db } from '../storage/sqlite.js';
 import type { LocationView } from './schemas.js';
 import { MAX_DEPTH, type LocationRow, type LocationStatements, type TreeNode } from './store.js';
-import { toViews } from './view.js';
+import { toView } from './view.js';
 
 /**
  * The tree endpoints (interface 4.5). Each lists rows in a fixed order with the default list scope
@@ -25,13 +24,13 @@ function rowsInOrder(stmts: LocationStatements, orgId: number, ids: number[]): L
   return ids.map((id) => byId.get(id)!);
 }
 
-function page(db: Db, stmts: LocationStatements, orgId: number, ids: number[], paging: Paging): Page<LocationView> {
+function page(stmts: LocationStatements, orgId: number, ids: number[], paging: Paging): Page<LocationView> {
   const slice = ids.slice(paging.offset, paging.offset + paging.limit);
-  return { data: toViews(db, orgId, rowsInOrder(stmts, orgId, slice)), limit: paging.limit, offset: paging.offset, total_count: ids.length };
+  return { data: rowsInOrder(stmts, orgId, slice).map(toView), limit: paging.limit, offset: paging.offset, total_count: ids.length };
 }
 
 /** Root first, walking down the parent chain to the location's parent. */
-export function ancestors(db: Db, stmts: LocationStatements, orgId: number, id: number, now: number, paging: Paging): Page<LocationView> {
+export function ancestors(stmts: LocationStatements, orgId: number, id: number, now: number, paging: Paging): Page<LocationView> {
   const chain = stmts.ancestors.all({ org: orgId, id, limit: MAX_DEPTH }) as Array<{ id: number; distance: number }>;
   chain.sort((a, b) => b.distance - a.distance || a.id - b.id);
   const rows = rowsInOrder(
@@ -40,15 +39,15 @@ export function ancestors(db: Db, stmts: LocationStatements, orgId: number, id: 
     chain.map((c) => c.id),
   );
   const visible = rows.filter((r) => r.deleted_at === null && isEffective(r, now)).map((r) => r.id);
-  return page(db, stmts, orgId, visible, paging);
+  return page(stmts, orgId, visible, paging);
 }
 
 /** Immediate children by name, then id: straight off the (org_id, parent_id, name, id) index. */
-export function children(db: Db, stmts: LocationStatements, orgId: number, id: number, now: number, paging: Paging): Page<LocationView> {
+export function children(stmts: LocationStatements, orgId: number, id: number, now: number, paging: Paging): Page<LocationView> {
   const params = { org: orgId, id, now, limit: paging.limit, offset: paging.offset };
   const rows = stmts.childrenPage.all(params) as LocationRow[];
   const total = stmts.childrenCount.get({ org: orgId, id, now }) as number;
-  return { data: toViews(db, orgId, rows), limit: paging.limit, offset: paging.offset, total_count: total };
+  return { data: rows.map(toView), limit: paging.limit, offset: paging.offset, total_count: total };
 }
 
 /** Ids of the live subtree under `rootId` in depth-first preorder, siblings by id ascending. */
@@ -72,10 +71,10 @@ export function preorder(rootId: number, nodes: TreeNode[]): TreeNode[] {
   return out;
 }
 
-export function descendants(db: Db, stmts: LocationStatements, orgId: number, id: number, now: number, paging: Paging): Page<LocationView> {
+export function descendants(stmts: LocationStatements, orgId: number, id: number, now: number, paging: Paging): Page<LocationView> {
   const nodes = stmts.subtree.all({ org: orgId, id }) as TreeNode[];
   const visible = preorder(id, nodes)
     .filter((n) => isEffective(n, now))
     .map((n) => n.id);
-  return page(db, stmts, orgId, visible, paging);
+  return page(stmts, orgId, visible, paging);
 }
