@@ -2,6 +2,7 @@ import type { Migration } from '../../src/storage/sqlite.js';
 import * as masterData from './001_master_data.js';
 import * as scans from './002_scans.js';
 import * as assetListIndexes from './003_asset_list_indexes.js';
+import * as locationTree from './004_location_tree.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
-export const shardMigrations: Migration[] = [masterData, scans, assetListIndexes];
+export const shardMigrations: Migration[] = [masterData, scans, assetListIndexes, locationTree];

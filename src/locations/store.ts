@@ -25,15 +25,17 @@ export const ROW_FROM = 'locations l LEFT JOIN locations p ON p.id = l.parent_id
 
 /**
  * The fixed location queries, prepared once per connection. Tree walks are recursive CTEs that step
- * through the (org_id, parent_id, name, id) index downwards and the primary key upwards, so their
- * cost is the size of the answer, not the size of the organization.
+ * through the covering locations_tree index downwards and the primary key upwards, so their
+ * cost is the size of the answer, not the size of the organization. The recursive steps say CROSS
+ * JOIN to pin the queue row as the outer loop: without planner statistics SQLite otherwise prefers
+ * the partial live-key index and scans the whole organization once per step.
  */
 export class LocationStatements {
   readonly byId: Statement;
   readonly liveById: Statement;
   readonly liveIdByKey: Statement;
   readonly byIds: Statement;
-  /** Ancestors of a location, nearest first, with their distance; stops at the root. */
+  /** Ancestors of a location with their distance (any order) and liveness; stops at the root. */
   readonly ancestors: Statement;
   /** Live nodes of the subtree under a location (itself excluded), any order. */
   readonly subtree: Statement;
@@ -50,30 +52,34 @@ export class LocationStatements {
     this.liveIdByKey = db
       .prepare('SELECT id FROM locations WHERE org_id = ? AND external_key = ? AND deleted_at IS NULL')
       .pluck();
-    this.byIds = db.prepare(`SELECT ${ROW_COLUMNS} FROM ${ROW_FROM} WHERE l.org_id = ? AND l.id IN (SELECT value FROM json_each(?))`);
+    // `+l.org_id`: look the ids up by primary key rather than scanning the organization's index.
+    this.byIds = db.prepare(`SELECT ${ROW_COLUMNS} FROM ${ROW_FROM} WHERE +l.org_id = ? AND l.id IN (SELECT value FROM json_each(?))`);
     this.ancestors = db.prepare(`
-      WITH RECURSIVE up(id, parent_id, distance) AS (
-        SELECT l.id, l.parent_id, 0 FROM locations l WHERE l.org_id = :org AND l.id = :id
+      WITH RECURSIVE up(id, parent_id, valid_from, valid_to, deleted_at, distance) AS (
+        SELECT l.id, l.parent_id, l.valid_from, l.valid_to, l.deleted_at, 0 FROM locations l WHERE l.org_id = :org AND l.id = :id
         UNION ALL
-        SELECT a.id, a.parent_id, up.distance + 1 FROM up JOIN locations a ON a.id = up.parent_id AND a.org_id = :org
+        SELECT a.id, a.parent_id, a.valid_from, a.valid_to, a.deleted_at, up.distance + 1
+        FROM up CROSS JOIN locations a ON a.id = up.parent_id AND a.org_id = :org
         WHERE up.distance < :limit
       )
-      SELECT id, distance FROM up WHERE distance > 0`);
+      SELECT id, valid_from, valid_to, deleted_at, distance FROM up WHERE distance > 0`);
     this.subtree = db.prepare(`
       WITH RECURSIVE down(id, parent_id, valid_from, valid_to) AS (
-        SELECT c.id, c.parent_id, c.valid_from, c.valid_to FROM locations c
+        SELECT c.id, c.parent_id, c.valid_from, c.valid_to FROM locations c INDEXED BY locations_tree
         WHERE c.org_id = :org AND c.parent_id = :id AND c.deleted_at IS NULL
         UNION ALL
-        SELECT c.id, c.parent_id, c.valid_from, c.valid_to FROM down JOIN locations c ON c.org_id = :org AND c.parent_id = down.id
+        SELECT c.id, c.parent_id, c.valid_from, c.valid_to FROM down CROSS JOIN locations c INDEXED BY locations_tree
+        ON c.org_id = :org AND c.parent_id = down.id
         WHERE c.deleted_at IS NULL
       )
       SELECT id, parent_id, valid_from, valid_to FROM down`);
     this.liveDescendantCount = db
       .prepare(`
       WITH RECURSIVE down(id) AS (
-        SELECT c.id FROM locations c WHERE c.org_id = :org AND c.parent_id = :id AND c.deleted_at IS NULL
+        SELECT c.id FROM locations c INDEXED BY locations_tree WHERE c.org_id = :org AND c.parent_id = :id AND c.deleted_at IS NULL
         UNION ALL
-        SELECT c.id FROM down JOIN locations c ON c.org_id = :org AND c.parent_id = down.id WHERE c.deleted_at IS NULL
+        SELECT c.id FROM down CROSS JOIN locations c INDEXED BY locations_tree ON c.org_id = :org AND c.parent_id = down.id
+        WHERE c.deleted_at IS NULL
       )
       SELECT count(*) FROM down`)
       .pluck();
@@ -87,7 +93,7 @@ export class LocationStatements {
       ORDER BY l.name, l.id LIMIT :limit OFFSET :offset`);
     this.childrenCount = db
       .prepare(`
-      SELECT count(*) FROM locations l
+      SELECT count(*) FROM locations l INDEXED BY locations_tree
       WHERE l.org_id = :org AND l.parent_id = :id AND l.deleted_at IS NULL
         AND l.valid_from <= :now AND (l.valid_to IS NULL OR l.valid_to > :now)`)
       .pluck();
@@ -96,7 +102,7 @@ export class LocationStatements {
       WITH RECURSIVE up(id, parent_id, distance) AS (
         SELECT l.id, l.parent_id, 0 FROM locations l WHERE l.org_id = :org AND l.id = :node
         UNION ALL
-        SELECT a.id, a.parent_id, up.distance + 1 FROM up JOIN locations a ON a.id = up.parent_id AND a.org_id = :org
+        SELECT a.id, a.parent_id, up.distance + 1 FROM up CROSS JOIN locations a ON a.id = up.parent_id AND a.org_id = :org
         WHERE up.id <> :ancestor AND up.distance < :limit
       )
       SELECT EXISTS (SELECT 1 FROM up WHERE id = :ancestor)`)

@@ -31,14 +31,11 @@ function page(stmts: LocationStatements, orgId: number, ids: number[], paging: P
 
 /** Root first, walking down the parent chain to the location's parent. */
 export function ancestors(stmts: LocationStatements, orgId: number, id: number, now: number, paging: Paging): Page<LocationView> {
-  const chain = stmts.ancestors.all({ org: orgId, id, limit: MAX_DEPTH }) as Array<{ id: number; distance: number }>;
-  chain.sort((a, b) => b.distance - a.distance || a.id - b.id);
-  const rows = rowsInOrder(
-    stmts,
-    orgId,
-    chain.map((c) => c.id),
-  );
-  const visible = rows.filter((r) => r.deleted_at === null && isEffective(r, now)).map((r) => r.id);
+  const chain = stmts.ancestors.all({ org: orgId, id, limit: MAX_DEPTH }) as Array<TreeNode & { deleted_at: number | null; distance: number }>;
+  const visible = chain
+    .filter((n) => n.deleted_at === null && isEffective(n, now))
+    .sort((a, b) => b.distance - a.distance || a.id - b.id)
+    .map((n) => n.id);
   return page(stmts, orgId, visible, paging);
 }
 

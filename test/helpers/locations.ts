@@ -1,4 +1,4 @@
-import { startTrackd, type HttpResult, type RequestOptions, type Teardown, type Trackd } from './trackd.js';
+import { startTrackd, type HttpResult, type RequestOptions, type StartOptions, type Teardown, type Trackd } from './trackd.js';
 
 /** One trackd with one organization and an all-scopes key, plus shorthands for the location API. */
 export interface LocationsClient {
@@ -30,8 +30,8 @@ function client(trackd: Trackd, orgName: string): LocationsClient {
   return self;
 }
 
-export async function startLocations(t: Teardown, orgName = 'Locations Org'): Promise<LocationsClient> {
-  const trackd = await startTrackd(t);
+export async function startLocations(t: Teardown, orgName = 'Locations Org', options: StartOptions = {}): Promise<LocationsClient> {
+  const trackd = await startTrackd(t, options);
   return client(trackd, orgName);
 }
 
