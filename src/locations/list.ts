@@ -16,15 +16,16 @@ export function listLocations(shard: Shard, orgId: number, query: Record<string,
     const message = 'parent_id and parent_external_key are two forms of one filter; send only one of them';
     throwIfInvalid([fieldError('parent_id', 'ambiguous_fields', message), fieldError('parent_external_key', 'ambiguous_fields', message)]);
   }
-  // The parent is joined by id whatever its state, so parent_external_key filters on what the view shows.
-  const base = orgQuery('locations', 'l', orgId).leftJoin('locations as p', function () {
-    this.on('p.id', '=', 'l.parent_id').andOn('p.org_id', '=', 'l.org_id');
-  });
-  applyMasterFilters(base, 'l', query, Date.now(), 'location_id');
+  const base = applyMasterFilters(orgQuery('locations', 'l', orgId), 'l', orgId, query, Date.now(), 'location_id');
   if (parentIds !== undefined) base.whereIn('l.parent_id', parentIds);
-  if (parentKeys !== undefined) base.whereIn('p.external_key', parentKeys);
+  // Parents by key whatever their state, so the filter matches the parent_external_key the views show.
+  if (parentKeys !== undefined) {
+    base.whereIn('l.parent_id', (sub) => sub.select('p.id').from('locations as p').where('p.org_id', orgId).whereIn('p.external_key', parentKeys));
+  }
   return masterPage<LocationRow, LocationView>(shard, base, {
+    table: 'locations',
     alias: 'l',
+    orgId,
     tagColumn: 'location_id',
     query,
     columns: SORT_COLUMNS,

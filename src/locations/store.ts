@@ -18,10 +18,13 @@ export interface TreeNode {
   valid_to: number | null;
 }
 
-/** The parent columns of a LocationView, beside masterColumns('l'); `p` is the parent joined by id. */
-export const PARENT_COLUMNS = ['l.parent_id', 'p.external_key AS parent_external_key'];
+/** The parent columns of a LocationView, beside masterColumns('l'): the parent by id, whatever its state. */
+export const PARENT_COLUMNS = [
+  'l.parent_id',
+  '(SELECT p.external_key FROM locations p WHERE p.id = l.parent_id AND p.org_id = l.org_id) AS parent_external_key',
+];
 const ROW_COLUMNS = [...masterColumns('l'), ...PARENT_COLUMNS, tagsJsonColumn('l', 'location_id')].join(', ');
-export const ROW_FROM = 'locations l LEFT JOIN locations p ON p.id = l.parent_id AND p.org_id = l.org_id';
+const ROW_FROM = 'locations l';
 
 /**
  * The fixed location queries, prepared once per connection. Tree walks are recursive CTEs that step
