@@ -97,6 +97,18 @@ t.test('asset lifecycle', async (t) => {
     }
   });
 
+  t.test('other methods: 405 with Allow', async (t) => {
+    for (const [method, path, allow] of [
+      ['PUT', '/api/v1/assets/1', 'GET, HEAD, PATCH, DELETE'],
+      ['OPTIONS', '/api/v1/assets', 'GET, HEAD, POST'],
+      ['GET', '/api/v1/assets/1/tags', 'POST'],
+      ['PATCH', '/api/v1/assets/1/tags/1', 'DELETE'],
+    ]) {
+      const res = await api.req(method, path);
+      t.same([res.status, res.json.error.type, res.headers.get('allow')], [405, 'method_not_allowed', allow], `${method} ${path}`);
+    }
+  });
+
   t.test('scopes: assets:read reads, assets:write writes (tags sub-resource included)', async (t) => {
     const asset = await api.create({ name: 'Scoped' });
     const readOnly = await api.key(['assets:read']);

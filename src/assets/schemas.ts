@@ -4,7 +4,6 @@ import { ReadOnlyEchoProperties } from '../masterdata/echo.js';
 import {
   Description,
   ExternalKey,
-
   Name,
   Nullable,
   NullableResponseTimestamp,
