@@ -262,8 +262,12 @@ export class HttpServer {
         if (!this.limiter.allowed(p.rate)) throw this.rateLimited(p.rate);
       }
       if (principal !== undefined && route.scopes !== undefined) {
-        const missing = route.scopes.filter((s) => !principal.scopes.has(s));
-        if (missing.length > 0) throw new ApiError('forbidden', `This API key lacks the required scope: ${missing.join(', ')}`);
+        for (const scope of route.scopes) {
+          if (!principal.scopes.has(scope)) {
+            const missing = route.scopes.filter((s) => !principal.scopes.has(s));
+            throw new ApiError('forbidden', `This API key lacks the required scope: ${missing.join(', ')}`);
+          }
+        }
       }
       let shard: Shard | Promise<Shard> | undefined;
       if (principal !== undefined && route.orgScoped !== false) {
