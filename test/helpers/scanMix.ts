@@ -149,12 +149,16 @@ export function expectedOutcome(plan: PlannedScan[]): { historyByAsset: Record<s
   return { historyByAsset, deadByReason, applied };
 }
 
-/** History events per asset, through the public API. */
+/** History events per asset, through the public API (-1 while the server cannot answer). */
 export async function historyCounts(trackd: Trackd, token: string, assetIds: Record<string, number>): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const [key, id] of Object.entries(assetIds)) {
-    const res = await trackd.request('GET', `/api/v1/assets/${id}/history?limit=1`, { token });
-    out[key] = res.status === 200 ? res.json.total_count : -1;
+    try {
+      const res = await trackd.request('GET', `/api/v1/assets/${id}/history?limit=1`, { token });
+      out[key] = res.status === 200 ? res.json.total_count : -1;
+    } catch {
+      out[key] = -1;
+    }
   }
   return out;
 }
