@@ -11,7 +11,7 @@ import { parseOptions } from './lib/args.js';
 import { runBench } from './lib/runner.js';
 
 const options = parseOptions(process.argv.slice(2));
-const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'trackd-bench-'));
+const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tdbench-'));
 try {
   await runBench(options, workDir);
 } catch (err) {

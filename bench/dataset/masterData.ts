@@ -104,6 +104,7 @@ export async function loadMasterData(dataDir: string, orgId: number, sizeName: S
     scanLocations: leaves.slice(0, 200).map((id) => ({ id, external_key: locationKey(id) })),
     historyRows: 0,
     scannedAssets: 0,
+    parkedRound: 0,
     seconds: { masterData: Math.round(performance.now() - started) / 1000, history: 0 },
     notes: [],
   };

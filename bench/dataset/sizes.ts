@@ -32,6 +32,8 @@ export interface DatasetInfo {
   historyRows: number;
   /** Assets with a current location (seeded through ingest). */
   scannedAssets: number;
+  /** Seeding round the assets are parked at (asset offset a sits at scan location (a + round) % L). */
+  parkedRound: number;
   seconds: { masterData: number; history: number };
   notes: string[];
 }

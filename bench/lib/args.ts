@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { ROOT } from './processes.js';
 import type { BenchOptions } from './scenario.js';
 
-const USAGE = `usage: npm run bench -- [--size tiny|small|large] [--only s1,s2] [--runs N] [--duration S] [--warmup S] [--connections N] [--out FILE] [--keep]`;
+const USAGE = `usage: npm run bench -- [--size tiny|small|large] [--only s1,s2] [--runs N] [--duration S] [--warmup S] [--connections N] [--out FILE] [--keep] [--profile]`;
 
 export function parseOptions(argv: string[]): BenchOptions {
   const { values } = parseArgs({
@@ -18,6 +18,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       keys: { type: 'string', default: '8' },
       out: { type: 'string' },
       keep: { type: 'boolean' },
+      profile: { type: 'boolean' },
       help: { type: 'boolean' },
     },
     strict: true,
@@ -43,6 +44,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     connections: Math.floor(positive('connections', values.connections)),
     keys: Math.floor(positive('keys', values.keys)),
     keep: values.keep ?? false,
+    profile: values.profile ?? false,
     out: path.resolve(values.out ?? path.join(ROOT, 'bench', 'results', 'latest.json')),
   };
 }

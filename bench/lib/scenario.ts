@@ -12,6 +12,8 @@ export interface BenchOptions {
   out: string;
   /** Keep the work directory (DATA_DIR, specs) for inspection. */
   keep: boolean;
+  /** Run trackd under --cpu-prof (profiles in bench/results/). */
+  profile: boolean;
   keys: number;
 }
 
@@ -25,14 +27,17 @@ export interface BenchContext {
   /** "GET /api/v1/assets/{asset_id}" for every operation in trackd's OpenAPI document. */
   operations: Set<string>;
   request(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }>;
+  /** Starts trackd again (after a stop) with extra environment; `trackd` then points at the new process. */
+  restartTrackd(env?: Record<string, string>): Promise<void>;
 }
 
 /** One figure of a run: a rate with its latency distribution (latencies in ms). */
 export interface Figure {
   rate: number;
-  p50: number;
-  p99: number;
-  max: number;
+  /** Latencies; absent where none applies (a backlog drain has a rate, not a latency). */
+  p50?: number;
+  p99?: number;
+  max?: number;
   count?: number;
 }
 

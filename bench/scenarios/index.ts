@@ -3,10 +3,14 @@ import { assetById } from './assetById.js';
 import { assetList } from './assetList.js';
 import { createPatch } from './createPatch.js';
 import { history } from './history.js';
+import { ingestField } from './ingestField.js';
+import { ingestRaw } from './ingestRaw.js';
+import { ingestSingle } from './ingestSingle.js';
+import { mix } from './mix.js';
 import { orgsMe } from './orgsMe.js';
 import { report, reportByLocation, reportDeepOffset } from './report.js';
 import { treeAncestors } from './treeAncestors.js';
 import { treeDescendants } from './treeDescendants.js';
 
 /** Every scenario, in the order they run and print. */
-export const SCENARIOS: Scenario[] = [orgsMe, assetById, assetList, report, reportByLocation, reportDeepOffset, history, treeAncestors, treeDescendants, createPatch];
+export const SCENARIOS: Scenario[] = [orgsMe, assetById, assetList, report, reportByLocation, reportDeepOffset, history, treeAncestors, treeDescendants, createPatch, ingestField, ingestSingle, ingestRaw, mix];

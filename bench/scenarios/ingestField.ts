@@ -1,0 +1,42 @@
+import { fieldPlan, jetstreamCeiling, publish, SCAN_OPERATIONS, waitVisible } from '../lib/ingest.js';
+import type { CustomScenario } from '../lib/scenario.js';
+
+const READS = 50;
+
+/**
+ * The field workload: messages of 50 reads, 95% re-reads of parked tags at their location, 5% moves,
+ * default visit gap. Throughput: a burst published as fast as the stream acks, from the first
+ * publish until its last message is visible. Latency: the same workload paced at half that rate,
+ * with publish-to-visible probes every 20 ms.
+ */
+export const ingestField: CustomScenario = {
+  kind: 'custom',
+  name: 'ingest-field',
+  title: 'scans of 50 reads (95% re-reads, 5% moves): reads/s end to end; publish-to-visible latency at half that rate',
+  needs: SCAN_OPERATIONS,
+  unit: 'reads/s',
+  async run(ctx) {
+    const messages = Math.max(200, Math.round(ctx.options.durationSeconds * 2_000));
+    const burst = fieldPlan(ctx, READS, messages, 'field');
+    const started = performance.now();
+    const published = await publish(ctx, burst);
+    const visible = await waitVisible(ctx, published.last.asset, published.last.observedAt, 10 * 60_000);
+    const rate = Math.round((messages * READS) / ((visible - started) / 1000));
+
+    const pacedRate = Math.max(10, Math.round(rate / READS / 2));
+    const paced = fieldPlan(ctx, READS, Math.max(20, Math.round(pacedRate * ctx.options.durationSeconds)), 'field-paced');
+    const latency = await publish(ctx, paced, { ratePerSecond: pacedRate, probeEveryMs: 20 });
+    const ceiling = await jetstreamCeiling(ctx, fieldPlan(ctx, READS, messages, 'ceiling'));
+    return {
+      trackd: { rate, p50: latency.probes?.p50, p99: latency.probes?.p99, max: latency.probes?.max, count: messages * READS },
+      ceiling: { name: 'jetstream-consume', rate: ceiling.consume_rate * READS },
+      extra: {
+        publish_rate_msgs: published.rate,
+        latency_offered_reads_per_s: pacedRate * READS,
+        latency_probes: latency.probes?.count ?? 0,
+        raw_consume_msgs_per_s: ceiling.consume_rate,
+        bytes_per_message: ceiling.bytes_per_message,
+      },
+    };
+  },
+};
