@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { seed } from './masterdata.js';
 import { ROOT, type Trackd } from './trackd.js';
 
 /** The CS463 capture shipped with the tests (2,521 messages from two readers). */
@@ -71,4 +72,94 @@ export async function metricSum(trackd: Trackd, name: string, labelText = ''): P
     if (labels.includes(labelText)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return sum;
+}
+
+const GAP_MS = 300_000;
+// Three capture points are location external_keys; the fourth is a tag on a location with another key.
+export const LOCATION_BY_CAPTURE_POINT: Record<string, string> = {
+  'cs463-212-1': 'cs463-212-1',
+  'cs463-212-2': 'cs463-212-2',
+  'cs463-214-1': 'cs463-214-1',
+  'cs463-214-2': 'DOCK-DOOR-7',
+};
+
+const assetKey = (epc: string) => `EPC-${epc}`;
+
+interface Expectation {
+  location: string;
+  lastSeen: number;
+  visits: ExpectedVisit[];
+}
+
+/** The corpus seeded into an org: what the file implies per EPC, and how to read and compare trackd's view. */
+export class CorpusWorld {
+  readonly corpus = corpusReads();
+  readonly epcs = [...new Set(this.corpus.reads.map((r) => r.epc))].sort();
+  readonly expected = new Map<string, Expectation>();
+  private assetIds: Record<string, number> = {};
+  private locationKeyById = new Map<number, string>();
+
+  constructor(
+    private readonly trackd: Trackd,
+    private readonly token: string,
+  ) {
+    const byEpc = new Map<string, { at: number; location: string }[]>();
+    for (const r of this.corpus.reads) {
+      const list = byEpc.get(r.epc) ?? [];
+      list.push({ at: r.at, location: LOCATION_BY_CAPTURE_POINT[r.capturePoint] });
+      byEpc.set(r.epc, list);
+    }
+    for (const [epc, reads] of byEpc) {
+      const latest = reads.reduce((a, b) => (b.at > a.at ? b : a));
+      if (reads.some((r) => r.at === latest.at && r.location !== latest.location)) throw new Error(`corpus: ${epc} has two locations at its latest instant`);
+      this.expected.set(epc, { location: latest.location, lastSeen: latest.at, visits: expectedVisits(reads, GAP_MS) });
+    }
+  }
+
+  /** Creates the 4 capture-point locations and one asset per EPC (tag rfid/EPC) through the REST API. */
+  async seed(adminToken: string): Promise<void> {
+    const seeded = await seed(this.trackd, adminToken, {
+      locations: Object.entries(LOCATION_BY_CAPTURE_POINT).map(([capturePoint, key]) => ({ external_key: key, tags: key === capturePoint ? [] : [`barcode:${capturePoint}`] })),
+      assets: this.epcs.map((epc) => ({ external_key: assetKey(epc), tags: [`rfid:${epc}`] })),
+    });
+    this.assetIds = seeded.assets;
+    this.locationKeyById = new Map(Object.entries(seeded.locations).map(([key, id]) => [id, key]));
+  }
+
+  private async allPages(url: string): Promise<any[]> {
+    const rows: any[] = [];
+    for (let offset = 0; ; offset += 200) {
+      const res = await this.trackd.request('GET', `${url}${url.includes('?') ? '&' : '?'}limit=200&offset=${offset}`, { token: this.token });
+      if (res.status !== 200) throw new Error(`GET ${url} ${res.status}: ${res.text}`);
+      rows.push(...res.json.data);
+      if (rows.length >= res.json.total_count || res.json.data.length === 0) return rows;
+    }
+  }
+
+  /** The report and every asset's history, as comparable plain data. */
+  async snapshot(): Promise<{ report: any[]; history: Record<string, any[]> }> {
+    const report = await this.allPages('/api/v1/reports/asset-locations?sort=asset_external_key');
+    const history: Record<string, any[]> = {};
+    for (const epc of this.epcs) history[epc] = await this.allPages(`/api/v1/assets/${this.assetIds[assetKey(epc)]}/history?sort=event_observed_at`);
+    return { report, history };
+  }
+
+  /** Per EPC, where trackd's view differs from what the file implies (empty when it matches). */
+  mismatches(view: { report: any[]; history: Record<string, any[]> }): { report: string[]; history: string[] } {
+    const out = { report: [] as string[], history: [] as string[] };
+    for (const epc of this.epcs) {
+      const want = this.expected.get(epc)!;
+      const row = view.report.find((r) => r.asset_external_key === assetKey(epc));
+      const got = row === undefined ? undefined : { location: row.location_external_key, lastSeen: row.asset_last_seen };
+      const wanted = { location: want.location, lastSeen: new Date(want.lastSeen).toISOString() };
+      if (JSON.stringify(got) !== JSON.stringify(wanted)) out.report.push(`${epc}: got ${JSON.stringify(got)}, want ${JSON.stringify(wanted)}`);
+      const visits = view.history[epc].map((h) => ({ location: this.locationKeyById.get(h.location_id), start: Date.parse(h.event_observed_at), last: Date.parse(h.last_seen_at), count: h.read_count }));
+      if (JSON.stringify(visits) !== JSON.stringify(want.visits)) out.history.push(`${epc}: ${visits.length} visits, want ${want.visits.length}`);
+    }
+    return out;
+  }
+
+  visitCount(): number {
+    return [...this.expected.values()].reduce((n, e) => n + e.visits.length, 0);
+  }
 }
