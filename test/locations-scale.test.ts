@@ -86,12 +86,21 @@ t.test('tree endpoints on 10,000-node trees', async (t) => {
     parent_id: DEEP + N - 1,
   });
   t.equal(cycle.status, 409);
-  const move = await timed('re-parent a mid-chain node under the fan-out root (walks 10,000 up)', 'PATCH', `/api/v1/locations/${mid}`, { parent_id: WIDE + 1 });
+  const move = await timed('re-parent a mid-chain node (5,000 deep, 4,999 below it) under a fan-out child', 'PATCH', `/api/v1/locations/${mid}`, { parent_id: WIDE + 1 });
   t.equal(move.status, 200);
   const blocked = await timed('delete of the fan-out root (409: has children)', 'DELETE', `/api/v1/locations/${WIDE}`);
   t.equal(blocked.status, 409);
   const list = await timed('list filtered by parent_id of the fan-out root, first page', 'GET', `/api/v1/locations?parent_id=${WIDE}&limit=200`);
   t.equal(list.json.total_count, N - 1);
+
+  const all = await timed('list of 20,000 locations, default sort, first page', 'GET', '/api/v1/locations?limit=200');
+  t.equal(all.json.total_count, 2 * N);
+  const byName = await timed('list sorted by -name, first page', 'GET', '/api/v1/locations?sort=-name&limit=200');
+  t.equal(byName.json.data[0].name, 'Wide root');
+  const deepPage = await timed('list sorted by created_at, page at offset 19,800', 'GET', '/api/v1/locations?sort=created_at&limit=200&offset=19800');
+  t.equal(deepPage.json.data.length, 200);
+  const q = await timed('list with q over 20,000 locations', 'GET', '/api/v1/locations?q=child%2009999');
+  t.equal(q.json.total_count, 1);
 
   t.comment(timings.join('\n'));
 });
