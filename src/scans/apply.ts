@@ -26,6 +26,8 @@ interface Position {
   visitId: number;
   visitStartedAt: number;
   visitReadCount: number;
+  /** Whether its scan_positions row exists (insert copies the asset's liveness; update does not touch it). */
+  stored: boolean;
 }
 
 interface HistoryRow {
@@ -70,10 +72,11 @@ class ScanStore {
                                AND t.deleted_at IS NULL AND l.deleted_at IS NULL ORDER BY l.id LIMIT 1`).pluck(),
       event: p('INSERT OR IGNORE INTO scan_events (org_id, event_id) VALUES (?, ?)'),
       position: p('SELECT asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count FROM scan_positions WHERE asset_id = ?'),
-      savePosition: p(`INSERT INTO scan_positions (asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count)
-                       VALUES (?, ?, ?, ?, ?, ?, ?)
-                       ON CONFLICT (asset_id) DO UPDATE SET location_id = excluded.location_id, last_seen_at = excluded.last_seen_at,
-                         visit_id = excluded.visit_id, visit_started_at = excluded.visit_started_at, visit_read_count = excluded.visit_read_count`),
+      insertPosition: p(`INSERT INTO scan_positions (asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count,
+                           asset_deleted_at, asset_valid_from, asset_valid_to)
+                         SELECT ?, ?, ?, ?, ?, ?, ?, a.deleted_at, a.valid_from, a.valid_to FROM assets a WHERE a.id = ?`),
+      updatePosition: p(`UPDATE scan_positions SET location_id = ?, last_seen_at = ?, visit_id = ?, visit_started_at = ?, visit_read_count = ?
+                         WHERE asset_id = ?`),
       insertVisit: p('INSERT INTO scan_history (asset_id, event_observed_at, id, location_id, last_seen_at, read_count) VALUES (?, ?, ?, ?, ?, ?)'),
       closeVisit: p('UPDATE scan_history SET last_seen_at = ?, read_count = ? WHERE asset_id = ? AND event_observed_at = ? AND id = ?'),
       visitBefore: p(`SELECT asset_id, event_observed_at, id, location_id, last_seen_at, read_count FROM scan_history
@@ -124,12 +127,16 @@ class ScanStore {
         out.push(this.applyOne(item, options, touched, appliedSeqs));
       }
       for (const p of touched.values()) {
-        this.s.savePosition.run(p.assetId, p.orgId, p.locationId, p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount);
+        if (p.stored) this.s.updatePosition.run(p.locationId, p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount, p.assetId);
+        else this.s.insertPosition.run(p.assetId, p.orgId, p.locationId, p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount, p.assetId);
       }
       for (const [stream, seq] of appliedSeqs) this.s.saveApplied.run(stream, '', seq);
       return out;
     })();
-    for (const [assetId, p] of touched) this.positions.set(assetId, p);
+    for (const [assetId, p] of touched) {
+      p.stored = true;
+      this.positions.set(assetId, p);
+    }
     for (const [stream, seq] of appliedSeqs) this.applied.set(stream, seq);
     return outcomes;
   }
@@ -216,6 +223,7 @@ class ScanStore {
         visitId: row.visit_id,
         visitStartedAt: row.visit_started_at,
         visitReadCount: row.visit_read_count,
+        stored: true,
       };
       this.positions.set(assetId, committed);
     }
@@ -237,7 +245,7 @@ class ScanStore {
     const p = this.position(assetId, touched);
     if (p === undefined) {
       const visitId = this.insertVisit(assetId, locationId, t);
-      touched.set(assetId, { assetId, orgId: scan.orgId, locationId, lastSeenAt: t, visitId, visitStartedAt: t, visitReadCount: 1 });
+      touched.set(assetId, { assetId, orgId: scan.orgId, locationId, lastSeenAt: t, visitId, visitStartedAt: t, visitReadCount: 1, stored: false });
       return;
     }
     if (t >= p.lastSeenAt) {

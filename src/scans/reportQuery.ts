@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { fieldError, throwIfInvalid, type FieldError } from '../errors/catalog.js';
 import type { SortTerm } from '../http/query.js';
 import { formatNullableTimestamp, formatTimestamp } from '../http/timestamps.js';
-import { applyLiveness, likePattern, orgQuery, runList, type Page } from '../masterdata/list.js';
+import { applyLiveness, likePattern, orgQuery, type Page } from '../masterdata/list.js';
 import type { Shard } from '../shards/shard.js';
 import { sqlBuilder } from '../storage/sqlite.js';
 import type { AssetLocationItem } from './schemas/assetLocationItem.js';
@@ -47,16 +47,31 @@ interface ReportRow {
   asset_deleted_at: number | null;
 }
 
+/** The rows of one page, by asset id, in one cached statement (ids passed as a JSON array). */
+const PAGE_ROWS = `SELECT p.asset_id, a.external_key AS asset_external_key, p.location_id, ${LOCATION_KEY} AS location_external_key,
+    p.last_seen_at, a.deleted_at AS asset_deleted_at
+  FROM scan_positions p JOIN assets a ON a.id = p.asset_id LEFT JOIN locations l ON l.id = p.location_id
+  WHERE p.asset_id IN (SELECT value FROM json_each(?))`;
+
+const LIVE_COUNT = `SELECT
+    coalesce((SELECT live_positions FROM scan_report_counts WHERE org_id = @org), 0)
+  - (SELECT count(*) FROM scan_positions WHERE org_id = @org AND asset_deleted_at IS NULL AND asset_valid_from > @now)
+  - (SELECT count(*) FROM scan_positions WHERE org_id = @org AND asset_deleted_at IS NULL AND asset_valid_to IS NOT NULL AND asset_valid_to <= @now)`;
+
 /**
- * The asset-locations report: scan_positions (one row per scanned asset) joined to its asset and
- * location. The default sort walks scan_positions_seen backwards; a location filter walks
- * scan_positions_location; the asset liveness rule is checked by primary key on the page's way.
+ * The asset-locations report. The filters, the sort and the asset liveness rule run on
+ * scan_positions alone (the asset's liveness is copied there, migration 004), walking
+ * scan_positions_seen for the default sort or scan_positions_location for a location filter; the
+ * assets table is joined in that walk only for q, asset_external_key and its sort, the locations
+ * table only for the location_external_key sort. The page's 50 rows are then read by id.
  */
 export function assetLocationsReport(shard: Shard, orgId: number, f: ReportFilters, now: number): Page<AssetLocationItem> {
-  const base = orgQuery('scan_positions', 'p', orgId)
-    .join('assets as a', 'a.id', 'p.asset_id')
-    .leftJoin('locations as l', 'l.id', 'p.location_id');
-  applyLiveness(base, 'a', now, f.include_deleted === true);
+  const includeDeleted = f.include_deleted === true;
+  const q = f.q !== undefined && f.q !== '' ? f.q : undefined;
+  const sortsBy = (field: string) => f.sort.some((s) => s.field === field);
+  const base = orgQuery('scan_positions', 'p', orgId);
+  base.whereRaw('+p.asset_valid_from <= ?', [now]).andWhere((w: Knex.QueryBuilder) => w.whereNull('p.asset_valid_to').orWhere('p.asset_valid_to', '>', now));
+  if (!includeDeleted) base.whereNull('p.asset_deleted_at');
   if (f.location_id !== undefined) base.whereIn('p.location_id', f.location_id);
   if (f.location_external_key !== undefined) {
     // A natural-key lookup: the live, currently effective location with that key.
@@ -64,9 +79,10 @@ export function assetLocationsReport(shard: Shard, orgId: number, f: ReportFilte
     base.whereIn('p.location_id', keyed);
   }
   if (f.asset_id !== undefined) base.whereIn('p.asset_id', f.asset_id);
+  if (f.asset_external_key !== undefined || q !== undefined || sortsBy('asset_external_key')) base.join('assets as a', 'a.id', 'p.asset_id');
   if (f.asset_external_key !== undefined) base.whereIn('a.external_key', f.asset_external_key);
-  if (f.q !== undefined && f.q !== '') {
-    const pattern = likePattern(f.q);
+  if (q !== undefined) {
+    const pattern = likePattern(q);
     base.where((w: Knex.QueryBuilder) =>
       w
         .whereRaw("a.name LIKE ? ESCAPE '\\'", [pattern])
@@ -74,21 +90,30 @@ export function assetLocationsReport(shard: Shard, orgId: number, f: ReportFilte
         .orWhereExists(sqlBuilder('tags as t').select(sqlBuilder.raw('1')).whereRaw('t.asset_id = a.id').whereNull('t.deleted_at').whereRaw("t.value LIKE ? ESCAPE '\\'", [pattern])),
     );
   }
-  const { rows, total } = runList<ReportRow>(shard.readerStatements, base, {
-    sort: f.sort,
-    columns: { asset_last_seen: 'p.last_seen_at', asset_external_key: 'a.external_key', location_external_key: 'location_external_key' },
-    idColumn: 'p.asset_id',
-    limit: f.limit,
-    offset: f.offset,
-    select: [
-      'p.asset_id',
-      'a.external_key as asset_external_key',
-      'p.location_id',
-      sqlBuilder.raw(`${LOCATION_KEY} as location_external_key`) as unknown as string,
-      'p.last_seen_at',
-      'a.deleted_at as asset_deleted_at',
-    ],
-  });
+  const unfiltered = !includeDeleted && f.location_id === undefined && f.location_external_key === undefined && f.asset_id === undefined && f.asset_external_key === undefined && q === undefined;
+  let total: number;
+  if (unfiltered) {
+    total = shard.readerStatements.get(LIVE_COUNT).pluck().get({ org: orgId, now }) as number;
+  } else {
+    const counted = base.clone().count({ n: '*' }).toSQL().toNative();
+    total = (shard.readerStatements.get(counted.sql).get(...(counted.bindings as unknown[])) as { n: number }).n;
+  }
+  let rows: ReportRow[] = [];
+  if (f.offset < total) {
+    const page = base.clone().select('p.asset_id');
+    if (sortsBy('location_external_key')) page.leftJoin('locations as l', 'l.id', 'p.location_id');
+    const columns: Record<string, string> = { asset_last_seen: 'p.last_seen_at', asset_external_key: 'a.external_key', location_external_key: LOCATION_KEY };
+    for (const term of f.sort) page.orderByRaw(`${columns[term.field]} ${term.desc ? 'desc' : 'asc'}`);
+    // The tiebreak follows the last sort term's direction, so that one index serves the whole order.
+    page.orderBy('p.asset_id', f.sort[f.sort.length - 1]?.desc ? 'desc' : 'asc').limit(f.limit).offset(f.offset);
+    const native = page.toSQL().toNative();
+    const ids = shard.readerStatements.get(native.sql).pluck().all(...(native.bindings as unknown[])) as number[];
+    if (ids.length > 0) {
+      const byId = new Map<number, ReportRow>();
+      for (const r of shard.readerStatements.get(PAGE_ROWS).all(JSON.stringify(ids)) as ReportRow[]) byId.set(r.asset_id, r);
+      rows = ids.map((id) => byId.get(id)).filter((r): r is ReportRow => r !== undefined);
+    }
+  }
   return {
     data: rows.map((r) => ({
       asset_id: r.asset_id,
