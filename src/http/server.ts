@@ -62,7 +62,7 @@ interface Pending {
   done: boolean;
   method: string;
   path: string;
-  /** Under /api/: rate limited and carries the X-RateLimit-* headers. */
+  /** Public surface (under /api/, and the bare OpenAPI redirects of interface 1.3): rate limited, X-RateLimit-* headers. */
   isApi: boolean;
   requestId: string;
   rate: RateWindow | undefined;
@@ -173,7 +173,7 @@ export class HttpServer {
       done: false,
       method,
       path,
-      isApi: path.startsWith('/api/'),
+      isApi: path.startsWith('/api/') || path === '/openapi.json' || path === '/openapi.yaml',
       requestId,
       rate: undefined,
       started,

@@ -41,7 +41,8 @@ export const NullableTimestamp = Nullable(Type.String({ 'x-timestamp': 'nullable
 export const Timestamp = Type.String({ format: 'date-time', example: '2026-11-21T10:00:00.123Z' });
 export const NullableResponseTimestamp = Nullable(Timestamp);
 
-export const Id = Type.Integer({ format: 'int64', minimum: 1, maximum: 2147483647 });
+/** Wire type int64, runtime ceiling 2^31-1: past int64 is an overflow (invalid_value), else too_small/too_large. */
+export const Id = Type.Integer({ format: 'int64', minimum: 1, maximum: 2147483647, 'x-int64': true });
 export const NullableId = Nullable(Id);
 
 export const TAG_TYPES = ['rfid', 'ble', 'barcode'] as const;
