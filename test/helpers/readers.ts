@@ -139,8 +139,9 @@ export class CorpusWorld {
   /** The report and every asset's history, as comparable plain data. */
   async snapshot(): Promise<{ report: any[]; history: Record<string, any[]> }> {
     const report = await this.allPages('/api/v1/reports/asset-locations?sort=asset_external_key');
+    const pages = await Promise.all(this.epcs.map((epc) => this.allPages(`/api/v1/assets/${this.assetIds[assetKey(epc)]}/history?sort=event_observed_at`)));
     const history: Record<string, any[]> = {};
-    for (const epc of this.epcs) history[epc] = await this.allPages(`/api/v1/assets/${this.assetIds[assetKey(epc)]}/history?sort=event_observed_at`);
+    this.epcs.forEach((epc, i) => (history[epc] = pages[i]));
     return { report, history };
   }
 
