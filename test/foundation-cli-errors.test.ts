@@ -27,6 +27,7 @@ t.test('trackd CLI failures: one line on stderr, nothing on stdout, non-zero exi
     [['keys', 'create', '--org', o, '--name', 'k', '--scopes', 'assets:read', '--expires-in', 'soon'], /--expires-in/],
     [['keys', 'create', '--org', o, '--name', 'k', '--scopes', 'assets:read', '--expires-at', '2030-01-01'], /--expires-at must be an RFC 3339 timestamp/],
     [['keys', 'create', '--org', o, '--name', 'k', '--scopes', 'assets:read', '--expires-in', '1d', '--expires-at', '2031-01-01T00:00:00Z'], /not both/],
+    [['keys', 'create', '--org', o, '--name', 'k', '--scopes', 'assets:read', '--expires-at', '2020-01-01T00:00:00Z'], /--expires-at must be in the future/],
     [['keys', 'create', '--org', o, '--name', 'k', '--scopes', 'assets:read', '--env', 'staging'], /--env must be preview or production/],
     [['keys', 'create', '--org', o, '--name', 'k', '--scopes', 'assets:read', '--colour', 'red'], /colour/],
     [['keys', 'list'], /--org is required/],

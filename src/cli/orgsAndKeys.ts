@@ -22,7 +22,13 @@ function requireOrg(control: ControlPlane, orgId: number) {
 const DURATION = /^(\d+)([smhdw])$/;
 const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 
+/** The key's expiry in ms, whole seconds (a JWT `exp` has no fraction): what is printed is what the server applies. */
 function expiryFrom(flags: CommandContext['flags']): number | null {
+  const ms = requestedExpiry(flags);
+  return ms === null ? null : Math.floor(ms / 1000) * 1000;
+}
+
+function requestedExpiry(flags: CommandContext['flags']): number | null {
   const inText = flags['expires-in'];
   const atText = flags['expires-at'];
   if (typeof inText === 'string' && typeof atText === 'string') throw new CliError('give --expires-in or --expires-at, not both');
@@ -34,6 +40,7 @@ function expiryFrom(flags: CommandContext['flags']): number | null {
   if (typeof atText === 'string') {
     const ts = parseTimestamp(atText);
     if (ts === undefined || ts.sentinel) throw new CliError(`--expires-at must be an RFC 3339 timestamp, got ${JSON.stringify(atText)}`);
+    if (ts.ms <= Date.now()) throw new CliError(`--expires-at must be in the future, got ${JSON.stringify(atText)}`);
     return ts.ms;
   }
   return null;
