@@ -110,6 +110,19 @@ t.test('hostile bodies and clients', async (t) => {
     t.not(snapshot(), before);
   });
 
+  t.test('methods outside the route table: 405 with Allow and the envelope, or (methods uWS does not parse) a closed connection', async (t) => {
+    for (const method of ['PUT', 'OPTIONS', 'TRACE', 'CONNECT', 'PROPFIND', 'FOO', 'get']) {
+      const r = await rawExchange(trackd.port, requestHead(method, '/api/v1/locations', { Authorization: `Bearer ${token}` }), [], { timeoutMs: 5000 });
+      t.notOk(r.timedOut, `${method}: answered or closed, never left hanging`);
+      if (r.status !== undefined) {
+        t.equal(r.status, 405, `${method}: 405`);
+        t.equal(r.headers.allow, 'GET, HEAD, POST', `${method}: Allow`);
+        t.same(envelopeProblems(r.status, r.headers, r.body, '/api/v1/locations'), [], `${method}: envelope`);
+      } else t.ok(r.closed, `${method}: connection closed by the HTTP parser`);
+    }
+    await stillServing(t);
+  });
+
   t.test('a client trickling its body gets 408 after the body-read timeout; others are served meanwhile', async (t) => {
     const trickle = rawExchange(trackd.port, post({ 'Content-Length': 200 }), ['{', '"', 'n', 'a', 'm', 'e', '"', ':', '"', 'x', 'y', 'z'], { delayMs: 700, timeoutMs: 20_000, waitForClose: true });
     const headerTrickle = rawExchange(trackd.port, 'POST /api/v1/locations HTTP/1.1\r\n', ['Host: x\r\n', 'X-A: 1\r\n', 'X-B: 2\r\n', 'X-C: 3\r\n', 'X-D: 4\r\n', 'X-E: 5\r\n', 'X-F: 6\r\n', 'X-G: 7\r\n', 'X-H: 8\r\n', 'X-I: 9\r\n', 'X-J: 10\r\n', 'X-K: 11\r\n', 'X-L: 12\r\n', 'X-M: 13\r\n', 'X-N: 14\r\n', 'X-O: 15\r\n', 'X-P: 16\r\n', 'X-Q: 17\r\n', 'X-R: 18\r\n', 'X-S: 19\r\n', 'X-T: 20\r\n'], { delayMs: 1000, timeoutMs: 25_000 });
