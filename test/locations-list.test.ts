@@ -175,6 +175,13 @@ t.test('location list and tags sub-resource', async (t) => {
     const wide = await api.req('POST', `/api/v1/locations/${lb.id}/tags`, { tag_type: 'barcode', value: 'multi word\twith tab' });
     t.equal(wide.status, 201, 'tag values are wider than the external_key pattern');
 
+    const withTags = (await api.req('GET', `/api/v1/locations/${lb.id}`)).json.data;
+    t.equal(withTags.tags.length, 2);
+    const echo = await api.req('PATCH', `/api/v1/locations/${lb.id}`, { ...withTags, tags: [...withTags.tags].reverse() });
+    t.equal(echo.status, 200, 'a verbatim echo with the tags in another order');
+    const fewer = await api.req('PATCH', `/api/v1/locations/${lb.id}`, { tags: withTags.tags.slice(1) });
+    t.same(fieldCodes(fewer), [['tags', 'invalid_context']], 'a different tag set');
+
     const wrongOwner = await api.req('DELETE', `/api/v1/locations/${la.id}/tags/${tag.id}`);
     t.equal(wrongOwner.status, 404, 'a tag of another location');
     t.equal((await api.req('DELETE', `/api/v1/locations/${lb.id}/tags/${tag.id}`)).status, 204);
