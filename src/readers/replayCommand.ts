@@ -66,17 +66,26 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function publishAll(client: MqttClient, messages: ReaderMessage[], rate: number | undefined): Promise<void> {
   const started = performance.now();
   const inFlight = new Set<Promise<unknown>>();
+  let acknowledged = 0;
+  const lostError = () => new CliError(`the MQTT broker closed the connection (${acknowledged} of ${messages.length} messages acknowledged)`);
+  // Without reconnects, publishes awaiting a PUBACK never settle once the broker drops the connection.
+  const lost = new Promise<never>((_, reject) => client.once('close', () => reject(lostError())));
+  lost.catch(() => undefined);
   for (let i = 0; i < messages.length; i++) {
     if (rate !== undefined) {
       const due = started + (i * 1000) / rate;
       const wait = due - performance.now();
       if (wait > 0) await sleep(wait);
     }
-    const p: Promise<unknown> = client.publishAsync(messages[i].topic, messages[i].payload, { qos: 1 }).finally(() => inFlight.delete(p));
+    if (!client.connected) throw lostError();
+    const p: Promise<unknown> = client.publishAsync(messages[i].topic, messages[i].payload, { qos: 1 }).then(() => {
+      acknowledged++;
+      inFlight.delete(p);
+    });
     inFlight.add(p);
-    if (inFlight.size >= IN_FLIGHT) await Promise.race(inFlight);
+    if (inFlight.size >= IN_FLIGHT) await Promise.race([...inFlight, lost]);
   }
-  await Promise.all(inFlight);
+  await Promise.race([Promise.all(inFlight), lost]);
 }
 
 /** `trackd readers replay FILE --org ID [--rate N]`: publishes a CS463 capture over MQTT (QoS 1, in file order). */
