@@ -13,6 +13,7 @@ const SPEC: SeedSpec = {
     { external_key: 'VIS-1', tags: ['rfid:V1', 'ble:V1B'] },
     { external_key: 'ORD-1', tags: ['rfid:O1'] },
     { external_key: 'DEAD-1', tags: ['rfid:X1'] },
+    { external_key: 'TAGGED-LATER' },
   ],
 };
 
@@ -20,7 +21,8 @@ const SPEC: SeedSpec = {
 const trackd = await startTrackd(t);
 const org = trackd.createOrg('Scans Org');
 const token = trackd.createKey(org.id, ['tracking:read']).token;
-const ids: Seeded = await seed(trackd, trackd.createKey(org.id).token, SPEC);
+const admin = trackd.createKey(org.id).token;
+const ids: Seeded = await seed(trackd, admin, SPEC);
 const nc = await natsClient(t, trackd.natsUrl);
 const subject = `scans.${org.id}.fixed`;
 
@@ -181,6 +183,26 @@ t.test('messages that can never apply are acked and dead-lettered with their rea
   t.equal(byReason.unknown_org.subject, 'scans_dead.424242');
   t.equal(await metric(trackd, 'trackd_scans_dead_lettered_total', 'reason="unknown_location"'), unknownLocationBefore + 1);
   t.equal(await metric(trackd, 'trackd_scans_in_hand'), 0, 'nothing is left unacked');
+});
+
+t.test('tag resolution follows master data: a tag attached after an unknown read resolves, a detached one no longer does', async (t) => {
+  const asset = ids.assets['TAGGED-LATER'];
+  const skipped = () => metric(trackd, 'trackd_scan_reads_skipped_total', 'reason="unknown_tag"');
+  const before = { applied: await applied(), skipped: await skipped() };
+  const base = Date.now() - 60_000;
+  await publish(nc, subject, scanBody('DOCK-1', ['rfid:LATE-1'], at(base, 0)));
+  await untilApplied(before.applied + 1);
+  t.equal(await skipped(), before.skipped + 1);
+  const attached = await trackd.request('POST', `/api/v1/assets/${asset}/tags`, { token: admin, body: { tag_type: 'rfid', value: 'LATE-1' } });
+  t.equal(attached.status, 201);
+  await publish(nc, subject, scanBody('DOCK-2', ['rfid:LATE-1'], at(base, 10)));
+  await untilApplied(before.applied + 2);
+  t.equal((await reportRow(asset))?.location_external_key, 'DOCK-2');
+  t.equal((await trackd.request('DELETE', `/api/v1/assets/${asset}/tags/${attached.json.data.id}`, { token: admin })).status, 204);
+  await publish(nc, subject, scanBody('YARD', ['rfid:LATE-1'], at(base, 20)));
+  await untilApplied(before.applied + 3);
+  t.equal(await skipped(), before.skipped + 2);
+  t.equal((await reportRow(asset)).location_external_key, 'DOCK-2', 'the detached tag no longer moves the asset');
 });
 
 t.test('HISTORY_GAP_SECONDS=0 records every scan as its own event', async (t) => {

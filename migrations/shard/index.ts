@@ -4,6 +4,7 @@ import * as scans from './002_scans.js';
 import * as assetListIndexes from './003_asset_list_indexes.js';
 import * as locationTree from './004_location_tree.js';
 import * as scanReport from './005_scan_report.js';
+import * as scanResolution from './006_scan_resolution.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
-export const shardMigrations: Migration[] = [masterData, scans, assetListIndexes, locationTree, scanReport];
+export const shardMigrations: Migration[] = [masterData, scans, assetListIndexes, locationTree, scanReport, scanResolution];

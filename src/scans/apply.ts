@@ -49,17 +49,21 @@ const LOCATION_TAG = -1;
  */
 class ScanStore {
   private readonly positions = new Map<number, Position | null>();
-  private readonly tagCache = new Map<string, number>();
-  private readonly locationCache = new Map<string, number>();
+  /** Resolved tags (asset id, or LOCATION_TAG) and unresolved ones, kept apart so new tags drop only the misses. */
+  private readonly tagHits = new Map<string, number>();
+  private readonly tagMisses = new Set<string>();
+  private readonly locationHits = new Map<string, number>();
+  private readonly locationMisses = new Set<string>();
   private readonly applied = new Map<string, number>();
   private epoch = -1;
+  private additions = -1;
   private nextHistoryId: number;
   private readonly s: Record<string, Database.Statement>;
 
   constructor(private readonly db: Db) {
     const p = (sql: string) => db.prepare(sql);
     this.s = {
-      epoch: p('SELECT epoch FROM scan_resolution_epoch WHERE id = 1').pluck(),
+      epoch: p('SELECT epoch, additions FROM scan_resolution_epoch WHERE id = 1'),
       tag: p(`SELECT t.asset_id, t.location_id, a.deleted_at AS asset_deleted_at FROM tags t LEFT JOIN assets a ON a.id = t.asset_id
               WHERE t.org_id = ? AND t.tag_type = ? AND t.value = ? AND t.deleted_at IS NULL`),
       locationById: p('SELECT id FROM locations WHERE id = ? AND org_id = ? AND deleted_at IS NULL').pluck(),
@@ -116,12 +120,17 @@ class ScanStore {
     const touched = new Map<number, Position>();
     const appliedSeqs = new Map<string, number>();
     const outcomes = this.db.transaction(() => {
-      const epoch = this.s.epoch.get() as number;
+      const { epoch, additions } = this.s.epoch.get() as { epoch: number; additions: number };
       if (epoch !== this.epoch) {
-        this.tagCache.clear();
-        this.locationCache.clear();
-        this.epoch = epoch;
+        this.tagHits.clear();
+        this.locationHits.clear();
       }
+      if (epoch !== this.epoch || additions !== this.additions) {
+        this.tagMisses.clear();
+        this.locationMisses.clear();
+      }
+      this.epoch = epoch;
+      this.additions = additions;
       const out: ScanOutcome[] = [];
       for (const item of items) {
         out.push(this.applyOne(item, options, touched, appliedSeqs));
@@ -176,15 +185,14 @@ class ScanStore {
 
   private resolveTag(orgId: number, tagType: string, value: string): number {
     const key = `${orgId}\u0001${tagType}\u0001${value}`;
-    let assetId = this.tagCache.get(key);
-    if (assetId === undefined) {
-      const row = this.s.tag.get(orgId, tagType, value) as { asset_id: number | null; location_id: number | null; asset_deleted_at: number | null } | undefined;
-      if (row === undefined) assetId = UNKNOWN;
-      else if (row.asset_id !== null) assetId = row.asset_deleted_at === null ? row.asset_id : UNKNOWN;
-      else assetId = row.location_id !== null ? LOCATION_TAG : UNKNOWN;
-      if (this.tagCache.size >= 500_000) this.tagCache.clear();
-      this.tagCache.set(key, assetId);
-    }
+    const hit = this.tagHits.get(key);
+    if (hit !== undefined) return hit;
+    if (this.tagMisses.has(key)) return UNKNOWN;
+    const row = this.s.tag.get(orgId, tagType, value) as { asset_id: number | null; location_id: number | null; asset_deleted_at: number | null } | undefined;
+    let assetId = UNKNOWN;
+    if (row !== undefined && row.asset_id !== null) assetId = row.asset_deleted_at === null ? row.asset_id : UNKNOWN;
+    else if (row !== undefined && row.location_id !== null) assetId = LOCATION_TAG;
+    remember(assetId === UNKNOWN ? this.tagMisses : this.tagHits, key, assetId, 1_000_000);
     return assetId;
   }
 
@@ -194,18 +202,17 @@ class ScanStore {
       : 'externalKey' in ref ? `${orgId}\u0001${ref.externalKey}`
       : 'keyOrTagValue' in ref ? `${orgId}\u0002${ref.keyOrTagValue}`
       : `${orgId}\u0001${ref.tagType}\u0001${ref.value}`;
-    let id = this.locationCache.get(key);
-    if (id === undefined) {
-      let found: number | undefined;
-      if ('id' in ref) found = this.s.locationById.get(ref.id, orgId) as number | undefined;
-      else if ('externalKey' in ref) found = this.s.locationByKey.get(orgId, ref.externalKey) as number | undefined;
-      else if ('keyOrTagValue' in ref) {
-        found = (this.s.locationByKey.get(orgId, ref.keyOrTagValue) ?? this.s.locationByTagValue.get(orgId, ref.keyOrTagValue)) as number | undefined;
-      } else found = this.s.locationByTag.get(orgId, ref.tagType, ref.value) as number | undefined;
-      id = found ?? UNKNOWN;
-      if (this.locationCache.size >= 100_000) this.locationCache.clear();
-      this.locationCache.set(key, id);
-    }
+    const hit = this.locationHits.get(key);
+    if (hit !== undefined) return hit;
+    if (this.locationMisses.has(key)) return UNKNOWN;
+    let found: number | undefined;
+    if ('id' in ref) found = this.s.locationById.get(ref.id, orgId) as number | undefined;
+    else if ('externalKey' in ref) found = this.s.locationByKey.get(orgId, ref.externalKey) as number | undefined;
+    else if ('keyOrTagValue' in ref) {
+      found = (this.s.locationByKey.get(orgId, ref.keyOrTagValue) ?? this.s.locationByTagValue.get(orgId, ref.keyOrTagValue)) as number | undefined;
+    } else found = this.s.locationByTag.get(orgId, ref.tagType, ref.value) as number | undefined;
+    const id = found ?? UNKNOWN;
+    remember(id === UNKNOWN ? this.locationMisses : this.locationHits, key, id, 100_000);
     return id;
   }
 
@@ -279,6 +286,13 @@ class ScanStore {
     }
     this.insertVisit(assetId, locationId, t);
   }
+}
+
+/** Adds to a bounded cache; a full cache starts over (cheaper than LRU bookkeeping per read). */
+function remember(cache: Map<string, number> | Set<string>, key: string, value: number, max: number): void {
+  if (cache.size >= max) cache.clear();
+  if (cache instanceof Map) cache.set(key, value);
+  else cache.add(key);
 }
 
 function storeOf(shard: Shard): ScanStore {
