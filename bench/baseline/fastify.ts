@@ -48,4 +48,6 @@ const stop = () => {
   });
 };
 process.on('SIGTERM', stop);
+process.stdin.on('close', stop);
+process.stdin.resume();
 process.on('SIGINT', stop);

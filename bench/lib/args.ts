@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { ROOT } from './processes.js';
 import type { BenchOptions } from './scenario.js';
 
-const USAGE = `usage: npm run bench -- [--size tiny|small|large] [--only s1,s2] [--runs N] [--duration S] [--warmup S] [--connections N] [--out FILE] [--keep] [--profile]`;
+const USAGE = `usage: npm run bench -- [--size tiny|small|large] [--only s1,s2] [--runs N] [--duration S] [--warmup S] [--connections N] [--out FILE] [--keep] [--profile] [--generator auto|autocannon]`;
 
 export function parseOptions(argv: string[]): BenchOptions {
   const { values } = parseArgs({
@@ -19,6 +19,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       out: { type: 'string' },
       keep: { type: 'boolean' },
       profile: { type: 'boolean' },
+      generator: { type: 'string', default: 'auto' },
       help: { type: 'boolean' },
     },
     strict: true,
@@ -45,6 +46,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     keys: Math.floor(positive('keys', values.keys)),
     keep: values.keep ?? false,
     profile: values.profile ?? false,
+    generator: values.generator === 'autocannon' ? 'autocannon' : 'auto',
     out: path.resolve(values.out ?? path.join(ROOT, 'bench', 'results', 'latest.json')),
   };
 }

@@ -23,6 +23,8 @@ export interface LoadSpec {
   /** Bearer tokens; one is drawn at random per request. */
   tokens: string[];
   requests: RequestTemplate[];
+  /** 'auto' uses wrk when installed, else autocannon. */
+  generator?: 'auto' | 'autocannon';
 }
 
 export interface LatencySummary {
@@ -44,6 +46,7 @@ export interface LoadResult {
   unexpected: Record<string, number>;
   errors: number;
   timeouts: number;
+  generator?: 'wrk' | 'autocannon';
 }
 
 export function summarize(samples: Float64Array, count: number): LatencySummary {

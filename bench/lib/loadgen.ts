@@ -4,7 +4,9 @@
  */
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import { summarize, type LoadResult, type LoadSpec, type RequestTemplate } from './loadSpec.js';
+import { runWrk, wrkAvailable } from './wrk.js';
 
 const require = createRequire(import.meta.url);
 const autocannon = require('autocannon') as (opts: Record<string, unknown>) => AutocannonInstance;
@@ -21,6 +23,11 @@ interface AutocannonResult {
 }
 
 const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8')) as LoadSpec;
+if (spec.generator !== 'autocannon' && wrkAvailable()) {
+  const result = await runWrk(spec, path.dirname(process.argv[2]));
+  process.stdout.write(`${JSON.stringify({ ...result, generator: 'wrk' })}\n`);
+  process.exit(0);
+}
 
 // Random choice by weight, precomputed as a table of template indexes.
 const table: number[] = [];
@@ -89,5 +96,6 @@ const out: LoadResult = {
   unexpected,
   errors: result.errors,
   timeouts: result.timeouts,
+  generator: 'autocannon',
 };
 process.stdout.write(`${JSON.stringify(out)}\n`);

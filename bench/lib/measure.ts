@@ -12,6 +12,7 @@ export async function loadFigure(ctx: BenchContext, url: string, requests: Reque
     warmupSeconds: ctx.options.warmupSeconds,
     tokens: ctx.tokens,
     requests,
+    generator: ctx.options.generator,
   };
   const result = await runJsonProcess<LoadResult>('lib/loadgen.js', [writeSpec(ctx.workDir, 'load', spec)]);
   if (result.requests === 0) throw new Error(`no response from ${url} (errors ${result.errors}, timeouts ${result.timeouts})`);

@@ -43,9 +43,10 @@ export function writeSpec(dir: string, name: string, spec: unknown): string {
 /** Starts a long-lived child that prints a JSON line `{"ready":true,"port":N}` when it serves. */
 export function startServerProcess(script: string, args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number; stop(): Promise<void> }> {
   return new Promise((resolve, reject) => {
+    // stdin stays open: the server exits when it closes (this process died).
     const child = spawn(process.execPath, [path.join(BENCH_DIST, script), ...args], {
       env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
     let buffer = '';
     let stderr = '';

@@ -11,6 +11,7 @@ import type { BenchContext, BenchOptions, Figure, Scenario, ScenarioRun } from '
 import { PRODUCTION_ENV, TrackdProcess, mintKeys, startBenchNats, trackdCli } from './trackd.js';
 import { seedHistory } from '../dataset/history.js';
 import { SCAN_OPERATIONS } from './ingest.js';
+import { wrkAvailable } from './wrk.js';
 
 const FIXED: RequestTemplate[] = [{ method: 'GET', paths: ['/bench/fixed'], anonymous: true }];
 const log = (text: string) => process.stderr.write(`[bench] ${text}\n`);
@@ -117,6 +118,7 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
         warmup_s: options.warmupSeconds,
         connections: options.connections,
         keys: options.keys,
+        load_generator: options.generator === 'auto' && wrkAvailable() ? 'wrk, 1 thread (Lua: random template, path and key per request)' : 'autocannon (wrk not installed: figures may be bounded by the generator)',
         trackd_env: PRODUCTION_ENV,
       },
       dataset: { ...dataset, deepBranch: dataset.deepBranch.length, subtreeRoots: dataset.subtreeRoots.length, scanLocations: dataset.scanLocations.length },

@@ -14,6 +14,8 @@ export interface BenchOptions {
   keep: boolean;
   /** Run trackd under --cpu-prof (profiles in bench/results/). */
   profile: boolean;
+  /** 'auto': wrk when installed, else autocannon (which takes fractional seconds, for the tiny test). */
+  generator: 'auto' | 'autocannon';
   keys: number;
 }
 

@@ -30,9 +30,10 @@ export const mix: CustomScenario = {
       ...reads.map(([weight, paths]): RequestTemplate => ({ method: 'GET', paths, weight })),
       ...createPatch.requests(ctx).map((r) => ({ ...r, weight: 5 })),
     ];
-    const duration = ctx.options.durationSeconds + ctx.options.warmupSeconds;
+    const duration = Math.max(1, ctx.options.durationSeconds) + ctx.options.warmupSeconds;
     const ingest = publish(ctx, fieldPlan(ctx, 50, Math.round(INGEST_MSGS_PER_S * duration), 'mix'), { ratePerSecond: INGEST_MSGS_PER_S });
-    const http = await helpers.load(requests);
+    // At least a second: slow pages under a loaded tiny run must still complete.
+    const http = await helpers.load(requests, Math.max(1, ctx.options.durationSeconds));
     const published = await ingest;
     return {
       trackd: { rate: http.rate, p50: http.p50, p99: http.p99, max: http.max, count: http.count },

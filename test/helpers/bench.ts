@@ -30,8 +30,21 @@ export async function runTinyBench(t: Teardown, only: string[]): Promise<{ code:
   const dir = tempDir('trackd-bench-test-');
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const out = path.join(dir, 'latest.json');
-  const args = [path.join(ROOT, 'dist', 'bench', 'run.js'), '--size', 'tiny', '--runs', '1', '--duration', '0.5', '--warmup', '0', '--keys', '2', '--connections', '16', '--only', only.join(','), '--out', out];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = [path.join(ROOT, 'dist', 'bench', 'run.js'), '--size', 'tiny', '--runs', '1', '--duration', '0.5', '--warmup', '0', '--keys', '2', '--connections', '16', '--generator', 'autocannon', '--only', only.join(','), '--out', out];
+  // Its own process group, so that trackd, nats-server, the baseline and the load generators it
+  // started go down with it even when this test is cut short.
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const killGroup = () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  };
+  process.once('exit', killGroup);
+  t.teardown(killGroup);
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
