@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ALL_SCOPES, startTrackd } from './helpers/trackd.js';
+import { ALL_SCOPES, eventually, startTrackd } from './helpers/trackd.js';
 import { expectError, expectRateHeaders } from './helpers/wire.js';
 
 /** Contract audit: single rules of interface.md that no feature test pinned down. */
@@ -99,6 +99,34 @@ t.test('contract rules', async (t) => {
     t.equal(tagRequest.discriminator.propertyName, 'tag_type', 'tag requests: discriminated by tag_type');
     t.same(tagRequest.oneOf.map((v: any) => v.properties.tag_type.enum[0]), ['rfid', 'ble', 'barcode'], 'three variants');
     t.ok(doc.paths['/api/v1/assets/{asset_id}/tags'].post.responses['201'].headers.Location, 'tag attach: Location header documented');
+  });
+
+  t.test('4.3: q is case-insensitive on the report as on the lists, beyond ASCII too', async (t) => {
+    const asset = await trackd.request('POST', '/api/v1/assets', {
+      token,
+      body: { external_key: 'UMLAUT', name: 'Kein Ärger', description: 'Große Kiste', tags: [{ tag_type: 'barcode', value: 'Été-7' }] },
+    });
+    t.equal(asset.status, 201);
+    trackd.cli(['scans', 'publish', '--org', String(org.id), '--location', 'ROOT', '--tag', 'barcode:Été-7']);
+    await eventually(async () => (await trackd.request('GET', '/api/v1/reports/asset-locations', { token })).json?.total_count === 1, 10_000);
+    const cases: [string, string[]][] = [
+      ['ärger', ['UMLAUT']],
+      ['ÄRGER', ['UMLAUT']],
+      ['KEIN ä', ['UMLAUT']],
+      ['été-7', ['UMLAUT']],
+      ['ÉTÉ', ['UMLAUT']],
+      ['umlaut', ['UMLAUT']],
+      ['große', []], // description is not searched by the report
+      ['root', []], // nor are location fields
+    ];
+    for (const [q, expected] of cases) {
+      const report = await trackd.request('GET', `/api/v1/reports/asset-locations?q=${encodeURIComponent(q)}`, { token });
+      t.same(report.json.data.map((r: { asset_external_key: string }) => r.asset_external_key), expected, `report q=${q}`);
+      t.equal(report.json.total_count, expected.length, `report q=${q}: total_count`);
+      if (q === 'große' || q === 'root') continue;
+      const list = await trackd.request('GET', `/api/v1/assets?q=${encodeURIComponent(q)}`, { token });
+      t.same(list.json.data.map((r: { external_key: string }) => r.external_key), expected, `asset list q=${q} agrees`);
+    }
   });
 
   t.test('8: the bare OpenAPI paths are public surface too: 301 with rate-limit headers', async (t) => {

@@ -22,14 +22,15 @@ const LOWER_FUNCTION = 'trackd_lower';
 /**
  * Case-insensitive substring test for `q`. SQLite's LIKE folds ASCII letters only, so a q with other
  * characters compares JavaScript-lowercased text instead (a function registered on the reader by
- * `masterPage`); plain ASCII keeps LIKE, which needs no call into JavaScript per row.
+ * `masterPage`, or by `registerLowerFunction` for other queries); plain ASCII keeps LIKE, which needs no
+ * call into JavaScript per row.
  */
-function substringMatch(text: string): { sql: (column: string) => string; value: string } {
+export function substringMatch(text: string): { sql: (column: string) => string; value: string } {
   if (/^[\x00-\x7f]*$/.test(text)) return { sql: (column) => `${column} LIKE ? ESCAPE '\\'`, value: likePattern(text) };
   return { sql: (column) => `instr(${LOWER_FUNCTION}(${column}), ?) > 0`, value: text.toLowerCase() };
 }
 
-function registerLowerFunction(shard: Shard): void {
+export function registerLowerFunction(shard: Shard): void {
   shard.local('masterdata.lowerFunction', (s) => {
     s.reader.function(LOWER_FUNCTION, { deterministic: true }, (value: unknown) => (typeof value === 'string' ? value.toLowerCase() : value));
     return true;

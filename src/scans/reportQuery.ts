@@ -2,7 +2,8 @@ import type { Knex } from 'knex';
 import { fieldError, throwIfInvalid, type FieldError } from '../errors/catalog.js';
 import type { SortTerm } from '../http/query.js';
 import { formatNullableTimestamp, formatTimestamp } from '../http/timestamps.js';
-import { applyLiveness, likePattern, orgQuery, type Page } from '../masterdata/list.js';
+import { registerLowerFunction, substringMatch } from '../masterdata/filters.js';
+import { applyLiveness, orgQuery, type Page } from '../masterdata/list.js';
 import type { Shard } from '../shards/shard.js';
 import { sqlBuilder } from '../storage/sqlite.js';
 import type { AssetLocationItem } from './schemas/assetLocationItem.js';
@@ -82,12 +83,14 @@ export function assetLocationsReport(shard: Shard, orgId: number, f: ReportFilte
   if (f.asset_external_key !== undefined || q !== undefined || sortsBy('asset_external_key')) base.join('assets as a', 'a.id', 'p.asset_id');
   if (f.asset_external_key !== undefined) base.whereIn('a.external_key', f.asset_external_key);
   if (q !== undefined) {
-    const pattern = likePattern(q);
+    // Case-insensitive beyond ASCII too, like the asset and location lists.
+    registerLowerFunction(shard);
+    const match = substringMatch(q);
     base.where((w: Knex.QueryBuilder) =>
       w
-        .whereRaw("a.name LIKE ? ESCAPE '\\'", [pattern])
-        .orWhereRaw("a.external_key LIKE ? ESCAPE '\\'", [pattern])
-        .orWhereExists(sqlBuilder('tags as t').select(sqlBuilder.raw('1')).whereRaw('t.asset_id = a.id').whereNull('t.deleted_at').whereRaw("t.value LIKE ? ESCAPE '\\'", [pattern])),
+        .whereRaw(match.sql('a.name'), [match.value])
+        .orWhereRaw(match.sql('a.external_key'), [match.value])
+        .orWhereExists(sqlBuilder('tags as t').select(sqlBuilder.raw('1')).whereRaw('t.asset_id = a.id').whereNull('t.deleted_at').whereRaw(match.sql('t.value'), [match.value])),
     );
   }
   const unfiltered = !includeDeleted && f.location_id === undefined && f.location_external_key === undefined && f.asset_id === undefined && f.asset_external_key === undefined && q === undefined;
