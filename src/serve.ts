@@ -8,6 +8,7 @@ import { HttpServer } from './http/server.js';
 import { createLogger } from './log.js';
 import { startNatsServer, type NatsServerProcess } from './nats/embedded.js';
 import { Metrics } from './ops/metrics.js';
+import { collectProcessMetrics } from './ops/processMetrics.js';
 import { allRoutes } from './routes.js';
 import { readersSource } from './readers/source.js';
 import { startScanIngest, type ScanIngest } from './scans/ingest.js';
@@ -26,6 +27,7 @@ export interface RunningService {
 export async function serve(config: Config): Promise<RunningService> {
   const logger = createLogger(config.LOG_LEVEL);
   const metrics = new Metrics();
+  collectProcessMetrics(metrics);
   fs.mkdirSync(config.DATA_DIR, { recursive: true });
   const control = await ControlPlane.open(config.DATA_DIR);
   const signingKey = await loadSigningKey(config.DATA_DIR);
