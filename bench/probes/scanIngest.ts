@@ -81,11 +81,15 @@ function workload(orgId: number, first: number, locations: { external_key: strin
 
 async function ingest(shard: Shard, items: SourcedScan[], gapMs: number) {
   const started = performance.now();
+  const cpu = process.cpuUsage();
   for (let i = 0; i < items.length; i += BATCH) await applyScanBatch(shard, items.slice(i, i + BATCH), { historyGapMs: gapMs });
   const seconds = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu);
+  const cpuSeconds = (used.user + used.system) / 1e6;
   const reads = items.reduce((n, s) => n + s.scan.reads.length, 0);
   const rows = shard.reader.prepare('SELECT count(*) FROM scan_history').pluck().get() as number;
-  return { messages: items.length, reads, seconds: Number(seconds.toFixed(3)), reads_per_s: Math.round(reads / seconds), messages_per_s: Math.round(items.length / seconds), history_rows: rows };
+  return { messages: items.length, reads, seconds: Number(seconds.toFixed(3)), reads_per_s: Math.round(reads / seconds), messages_per_s: Math.round(items.length / seconds),
+    cpu_seconds: Number(cpuSeconds.toFixed(3)), reads_per_cpu_s: Math.round(reads / cpuSeconds), messages_per_cpu_s: Math.round(items.length / cpuSeconds), history_rows: rows };
 }
 
 function latency(run: (i: number) => unknown, n = 400) {
