@@ -73,6 +73,26 @@ t.test('parent rules 1 to 4', async (t) => {
     t.equal(res.status, 400);
     t.same(fieldCodes(res), [['parent_id', 'fk_not_found'], ['valid_to', 'invalid_value']]);
     t.match(res.json.error.detail, /\(and 1 more validation errors\)$/);
+
+    // Failures that need the organization's data are reported with the body's own failures too.
+    const post = await api.req('POST', '/api/v1/locations', { name: '', parent_id: 2147480000, colour: 'red' });
+    t.same(fieldCodes(post), [['colour', 'unknown_field'], ['name', 'too_short'], ['parent_id', 'fk_not_found']]);
+    const bothForms = await api.req('POST', '/api/v1/locations', { name: 7, parent_id: p1.id, parent_external_key: p2.external_key });
+    t.same(fieldCodes(bothForms), [['name', 'invalid_value'], ['parent_id', 'ambiguous_fields'], ['parent_external_key', 'ambiguous_fields']]);
+    const patch = await api.req('PATCH', `/api/v1/locations/${loc.id}`, {
+      name: null,
+      updated_at: '2001-01-01T00:00:00Z',
+      parent_external_key: 'NO-SUCH-KEY',
+      parent_id: 'x',
+    });
+    t.same(fieldCodes(patch), [
+      ['name', 'invalid_value'],
+      ['parent_id', 'invalid_value'],
+      ['updated_at', 'read_only'],
+      ['parent_external_key', 'fk_not_found'],
+    ]);
+    const after = await api.req('GET', `/api/v1/locations/${loc.id}`);
+    t.same(after.json.data, loc, 'nothing changed');
   });
 
   t.test('PATCH: re-parent by either form, both agreeing, and back to root', async (t) => {

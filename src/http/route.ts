@@ -57,6 +57,13 @@ export interface Route {
     contentType: BodyContentType;
     /** Extra checks on a body that may still hold wrongly typed values; reported with the schema's failures. */
     check?: (body: Record<string, unknown>) => FieldError[];
+    /**
+     * Checks that need the organization's data (foreign keys, read-only echoes against the row). Called
+     * only when the request already failed elsewhere, on the shard's reader, so that every failure is
+     * reported together; `failed` holds the fields already reported. A valid request gets these checks
+     * in its handler (inside the write command) instead.
+     */
+    resolve?: (body: Record<string, unknown>, scope: { shard: Shard; orgId: number; params: Record<string, number> }, failed: Set<string>) => FieldError[];
   };
   responses: Record<number, ResponseSpec>;
   handler: (ctx: RequestContext) => Reply | Promise<Reply>;

@@ -296,6 +296,11 @@ export class HttpServer {
         body = parseJsonObject(raw, route.method === 'PATCH');
         errors.push(...compiled.validateBody!(body));
         if (route.body.check) errors.push(...route.body.check(body));
+        if (errors.length > 0 && route.body.resolve && shard !== undefined) {
+          const scope = { shard: shard instanceof Promise ? await shard : shard, orgId: principal!.orgId, params };
+          const failed = new Set(errors.map((e) => e.field));
+          for (const e of route.body.resolve(body, scope, failed)) if (!errors.some((x) => x.field === e.field && x.code === e.code)) errors.push(e);
+        }
       }
       if (errors.length > 0) throw ApiError.validation(errors);
       const ctx: RequestContext = {

@@ -5,10 +5,11 @@ import { assertKeyFree, notFound, renameRow, softDeleteRow } from '../masterdata
 import { checkValidityWindow, nextUpdatedAt, requestTime } from '../masterdata/rules.js';
 import { insertTags, parseTagsJson, type TagOwner, type TagRequestBody } from '../masterdata/tags.js';
 import { hasLiveAssetsAt } from '../scans/placement.js';
+import type { Route } from '../http/route.js';
 import type { Shard } from '../shards/shard.js';
 import { assertNoCycle, resolveParent } from './parent.js';
 import type { LocationView } from './schemas.js';
-import { writeStatements, type LocationRow, type LocationStatements } from './store.js';
+import { readStatements, writeStatements, type LocationRow, type LocationStatements } from './store.js';
 import { toView } from './view.js';
 
 /**
@@ -66,6 +67,38 @@ export function createLocation(shard: Shard, orgId: number, body: Record<string,
   );
 }
 
+/**
+ * The PATCH rules that need the row: read-only echoes, parent rules, the merged validity window.
+ * Failures go to `errors`; returns the writable part of the body and what it resolves to.
+ */
+function judgePatch(stmts: LocationStatements, orgId: number, row: LocationRow, body: Record<string, unknown>, errors: FieldError[]) {
+  const patch = takeReadOnlyEchoes(body, { ...row, tags: parseTagsJson(row.tags_json) }, errors);
+  const parent = resolveParent(stmts, orgId, patch, row, errors);
+  const validFrom = Object.hasOwn(patch, 'valid_from') ? (requestTime(patch.valid_from) as number) : row.valid_from;
+  const validTo = Object.hasOwn(patch, 'valid_to') ? (requestTime(patch.valid_to) as number | null) : row.valid_to;
+  checkValidityWindow(validFrom, validTo, errors);
+  return { patch, parent, validFrom, validTo };
+}
+
+const usable = (body: Record<string, unknown>, failed: Set<string>) => Object.fromEntries(Object.entries(body).filter(([field]) => !failed.has(field)));
+
+/** The create rules that need data (parent rules), for a body that already failed elsewhere (Route.body.resolve). */
+export const createDataErrors: NonNullable<NonNullable<Route['body']>['resolve']> = (body, { shard, orgId }, failed) => {
+  const errors: FieldError[] = [];
+  resolveParent(readStatements(shard), orgId, usable(body, failed), undefined, errors);
+  return errors;
+};
+
+/** The PATCH rules that need the row, for a body that already failed elsewhere (Route.body.resolve). */
+export const patchDataErrors: NonNullable<NonNullable<Route['body']>['resolve']> = (body, { shard, orgId, params }, failed) => {
+  const stmts = readStatements(shard);
+  const row = stmts.liveById.get(orgId, params.location_id) as LocationRow | undefined;
+  if (row === undefined) return [];
+  const errors: FieldError[] = [];
+  judgePatch(stmts, orgId, row, usable(body, failed), errors);
+  return errors;
+};
+
 /** RFC 7396 merge patch of the writable fields, after the read-only echo and parent rules; all-or-nothing. */
 export function patchLocation(shard: Shard, orgId: number, id: number, body: Record<string, unknown>): Promise<LocationView> {
   return shard.write((db) =>
@@ -73,13 +106,9 @@ export function patchLocation(shard: Shard, orgId: number, id: number, body: Rec
       const stmts = writeStatements(shard);
       const row = liveRow(stmts, orgId, id);
       const errors: FieldError[] = [];
-      const patch = takeReadOnlyEchoes(body, { ...row, tags: parseTagsJson(row.tags_json) }, errors);
-      const parent = resolveParent(stmts, orgId, patch, row, errors);
-      const has = (field: string) => Object.hasOwn(patch, field);
-      const validFrom = has('valid_from') ? (requestTime(patch.valid_from) as number) : row.valid_from;
-      const validTo = has('valid_to') ? (requestTime(patch.valid_to) as number | null) : row.valid_to;
-      checkValidityWindow(validFrom, validTo, errors);
+      const { patch, parent, validFrom, validTo } = judgePatch(stmts, orgId, row, body, errors);
       throwIfInvalid(errors);
+      const has = (field: string) => Object.hasOwn(patch, field);
       const parentId = parent.change ? parent.parentId : row.parent_id;
       if (parentId !== row.parent_id) assertNoCycle(stmts, orgId, id, parentId);
       writerStatements(shard)

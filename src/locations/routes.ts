@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { RequestContext, Route } from '../http/route.js';
-import { createLocation, deleteLocation, LOCATION_TAGS, patchLocation, renameLocation } from './commands.js';
+import { createDataErrors, createLocation, deleteLocation, LOCATION_TAGS, patchDataErrors, patchLocation, renameLocation } from './commands.js';
 import { listLocations } from './list.js';
 import {
   CreateLocationBody,
@@ -71,7 +71,7 @@ export function locationRoutes(): Route[] {
       summary: 'Create a location',
       tag: 'Locations',
       scopes: WRITE,
-      body: { schema: CreateLocationBody, contentType: 'application/json', check: createErrors },
+      body: { schema: CreateLocationBody, contentType: 'application/json', check: createErrors, resolve: createDataErrors },
       responses: {
         201: {
           description: 'The created location',
@@ -106,7 +106,7 @@ export function locationRoutes(): Route[] {
       summary: 'Update a location (JSON merge patch)',
       tag: 'Locations',
       scopes: WRITE,
-      body: { schema: PatchLocationBody, contentType: 'application/merge-patch+json', check: patchErrors },
+      body: { schema: PatchLocationBody, contentType: 'application/merge-patch+json', check: patchErrors, resolve: patchDataErrors },
       responses: { 200: { description: 'The updated location', schema: LocationEnvelope } },
       handler: async (ctx) => ({
         status: 200,
