@@ -119,6 +119,15 @@ t.test('operations.md 1, 2, 4 with the defaults', async (t) => {
     t.equal((await get(line.port, '/readyz')).status, 200, '/readyz with the embedded broker');
   });
 
+  t.test('4: the ops endpoints answer whatever query a probe or scraper adds; the public surface keeps the unknown-parameter rule', async (t) => {
+    for (const urlPath of ['/healthz?probe=1', '/readyz?x=1&y', '/metrics?name[]=http_requests_total']) {
+      t.equal((await get(line.port, urlPath)).status, 200, urlPath);
+    }
+    const doc = await get(line.port, '/api/openapi.json?v=2');
+    t.equal(doc.status, 400, '/api/openapi.json?v=2: interface 4, unknown query parameter');
+    t.equal(JSON.parse(doc.body).error.fields[0].code, 'unknown_field');
+  });
+
   t.test('1: SIGTERM exits 0 within 10 s and stops the embedded nats-server', async (t) => {
     const started = Date.now();
     const code = await new Promise<number | null>((resolve) => {

@@ -279,7 +279,8 @@ export class HttpServer {
       const errors: FieldError[] = [];
       const params: Record<string, number> = {};
       for (const name of compiled.paramNames) params[name] = parsePathId(name, rawParams[name], errors);
-      const query = parseQuery(rawQuery, route.query ?? {}, errors);
+      // The unknown-parameter rule is the public interface's; a probe's or scraper's query never fails /healthz, /readyz, /metrics.
+      const query = p.isApi ? parseQuery(rawQuery, route.query ?? {}, errors) : {};
       let body: Record<string, unknown> = {};
       if (route.body !== undefined && bodyPromise !== undefined) {
         const mediaType = contentType.split(';')[0].trim().toLowerCase();
