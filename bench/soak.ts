@@ -45,7 +45,7 @@ const result = await runSoak({
 const first = result.samples[0];
 const last = result.samples[result.samples.length - 1];
 process.stderr.write(
-  `soak: RSS ${first?.rss_mib} -> ${last?.rss_mib} MiB, p99 ${first?.p99_ms} -> ${last?.p99_ms} ms; scans published ${result.scans_published}, applied ${result.scans_applied}; errors ${result.errors.length}\n`,
+  `soak: RSS ${first?.rss_mib} -> ${last?.rss_mib} MiB, heap ${first?.heap_mib} -> ${last?.heap_mib} MiB, p99 ${first?.p99_ms} -> ${last?.p99_ms} ms; scans published ${result.scans_published}, applied ${result.scans_applied}; errors ${result.errors.length}\n`,
 );
 fs.mkdirSync(path.dirname(values.out), { recursive: true });
 fs.writeFileSync(values.out, `${JSON.stringify(result, null, 2)}\n`);

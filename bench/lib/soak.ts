@@ -26,6 +26,8 @@ export interface SoakOptions {
 export interface SoakSample {
   t_s: number;
   rss_mib: number;
+  /** V8 heap in use (from /metrics): flat here and rising RSS means caches, not a leak. */
+  heap_mib: number;
   requests: number;
   errors: number;
   p50_ms: number;
@@ -160,10 +162,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
         scans++;
       }
       if (Date.now() >= nextSample) {
+        const metricsText = await (await fetch(`${trackd.url}/metrics`)).text();
+        const heap = Number(/^nodejs_heap_used_bytes (\d+)/m.exec(metricsText)?.[1] ?? NaN);
         const sorted = latencies.sort((a, b) => a - b);
         const sample: SoakSample = {
           t_s: Math.round((Date.now() - started) / 1000),
           rss_mib: rssMiB(trackd.child.pid as number),
+          heap_mib: Math.round(heap / 104857.6) / 10,
           requests,
           errors: failed,
           p50_ms: Math.round(percentile(sorted, 50) * 10) / 10,
@@ -172,7 +177,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
           scans_published: published,
         };
         samples.push(sample);
-        log(`t=${sample.t_s}s rss=${sample.rss_mib}MiB requests=${sample.requests} errors=${sample.errors} p50=${sample.p50_ms}ms p99=${sample.p99_ms}ms max=${sample.max_ms}ms scans=${sample.scans_published}`);
+        log(`t=${sample.t_s}s rss=${sample.rss_mib}MiB heap=${sample.heap_mib}MiB requests=${sample.requests} errors=${sample.errors} p50=${sample.p50_ms}ms p99=${sample.p99_ms}ms max=${sample.max_ms}ms scans=${sample.scans_published}`);
         latencies = [];
         requests = 0;
         failed = 0;
