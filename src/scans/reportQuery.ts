@@ -70,7 +70,12 @@ export function assetLocationsReport(shard: Shard, orgId: number, f: ReportFilte
   const includeDeleted = f.include_deleted === true;
   const q = f.q !== undefined && f.q !== '' ? f.q : undefined;
   const sortsBy = (field: string) => f.sort.some((s) => s.field === field);
-  const base = orgQuery('scan_positions', 'p', orgId);
+  const byLocation = f.location_id !== undefined || f.location_external_key !== undefined;
+  // Planner statistics taken before the first scans would steer a location filter onto the
+  // last_seen walk (23 ms instead of 0.2 ms at 100,000 positions): name the index.
+  const base: Knex.QueryBuilder = byLocation
+    ? sqlBuilder.from(sqlBuilder.raw('scan_positions as p INDEXED BY scan_positions_location')).where('p.org_id', orgId)
+    : orgQuery('scan_positions', 'p', orgId);
   base.whereRaw('+p.asset_valid_from <= ?', [now]).andWhere((w: Knex.QueryBuilder) => w.whereNull('p.asset_valid_to').orWhere('p.asset_valid_to', '>', now));
   if (!includeDeleted) base.whereNull('p.asset_deleted_at');
   if (f.location_id !== undefined) base.whereIn('p.location_id', f.location_id);
@@ -93,7 +98,7 @@ export function assetLocationsReport(shard: Shard, orgId: number, f: ReportFilte
         .orWhereExists(sqlBuilder('tags as t').select(sqlBuilder.raw('1')).whereRaw('t.asset_id = a.id').whereNull('t.deleted_at').whereRaw(match.sql('t.value'), [match.value])),
     );
   }
-  const unfiltered = !includeDeleted && f.location_id === undefined && f.location_external_key === undefined && f.asset_id === undefined && f.asset_external_key === undefined && q === undefined;
+  const unfiltered = !includeDeleted && !byLocation && f.asset_id === undefined && f.asset_external_key === undefined && q === undefined;
   let total: number;
   if (unfiltered) {
     total = shard.readerStatements.get(LIVE_COUNT).pluck().get({ org: orgId, now }) as number;
