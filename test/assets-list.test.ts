@@ -135,8 +135,8 @@ t.test('asset lists', async (t) => {
     const res = await list('?colour=red&parent_id=1&location_id=2');
     t.same(fieldCodes(res), [
       ['colour', 'unknown_field'],
-      ['parent_id', 'invalid_context'],
-      ['location_id', 'invalid_context'],
+      ['parent_id', 'unknown_field'],
+      ['location_id', 'unknown_field'],
     ]);
   });
 

@@ -103,7 +103,7 @@ t.test('location list and tags sub-resource', async (t) => {
       ['?limit=201', [['limit', 'too_large']]],
       ['?offset=-1', [['offset', 'too_small']]],
       ['?offset=2147483648', [['offset', 'too_large']]],
-      ['?location_id=1', [['location_id', 'invalid_context']]],
+      ['?location_id=1', [['location_id', 'unknown_field']]],
       ['?colour=red&shade=dark', [['colour', 'unknown_field'], ['shade', 'unknown_field']]],
     ];
     for (const [query, expected] of cases) {

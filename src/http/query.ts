@@ -181,10 +181,13 @@ export function parseQuery(raw: string, spec: QuerySpec, errors: FieldError[]): 
   const { params, errors: decodeErrors } = raw === '' ? NO_QUERY : splitQuery(raw);
   if (decodeErrors.length > 0) errors.push(...decodeErrors);
   const values: Record<string, unknown> = {};
+  // interface 4: a list parameter sent to a detail or write endpoint is invalid_context; on a list endpoint,
+  // a parameter it does not take (another list's filter) is simply unknown there.
+  const isListEndpoint = Object.hasOwn(spec, 'limit');
   for (const [name, texts] of params) {
     const param = Object.hasOwn(spec, name) ? spec[name] : undefined;
     if (param === undefined) {
-      if (LIST_PARAMETER_NAMES.has(name)) errors.push(fieldError(name, 'invalid_context', `${name} is not accepted on this endpoint`));
+      if (!isListEndpoint && LIST_PARAMETER_NAMES.has(name)) errors.push(fieldError(name, 'invalid_context', `${name} is not accepted on this endpoint`));
       else errors.push(fieldError(name, 'unknown_field', `${name} is not a recognized query parameter`));
       continue;
     }

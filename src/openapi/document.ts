@@ -73,6 +73,24 @@ function convert(node: unknown): unknown {
 }
 
 /**
+ * Response shapes may gain fields within v1 (interface 9.2), so the document never tells clients to refuse
+ * unknown response properties; request bodies keep `additionalProperties: false` (unknown_field).
+ */
+function openResponseSchema(node: unknown): Json {
+  const walk = (n: unknown): unknown => {
+    if (Array.isArray(n)) return n.map(walk);
+    if (n === null || typeof n !== 'object') return n;
+    const out: Json = {};
+    for (const [key, value] of Object.entries(n)) {
+      if (key === 'additionalProperties' && value === false) continue;
+      out[key] = walk(value);
+    }
+    return out;
+  };
+  return walk(node) as Json;
+}
+
+/**
  * TypeBox schema to an OpenAPI 3.0 schema: plain JSON, with the 2019 forms 3.0 lacks rewritten
  * (null members and type arrays become `nullable: true`, `const` becomes a one-value `enum`,
  * unions of literals become an `enum`) and trackd's custom keywords turned into their 3.0 form.
@@ -198,7 +216,7 @@ export function buildOpenApiDocument(routes: Route[]): Json {
       if (spec.headers) {
         for (const [h, def] of Object.entries(spec.headers)) (r.headers as Json)[h] = { description: def.description, schema: toOpenApiSchema(def.schema) };
       }
-      if (spec.schema) r.content = { 'application/json': { schema: toOpenApiSchema(spec.schema) } };
+      if (spec.schema) r.content = { 'application/json': { schema: openResponseSchema(toOpenApiSchema(spec.schema)) } };
       responses[status] = r;
     }
     for (const status of errorStatusesFor(route)) {
