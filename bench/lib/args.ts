@@ -12,7 +12,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       size: { type: 'string', default: 'small' },
       only: { type: 'string', multiple: true },
       runs: { type: 'string', default: '3' },
-      duration: { type: 'string', default: '8' },
+      duration: { type: 'string', default: '5' },
       warmup: { type: 'string' },
       connections: { type: 'string', default: '64' },
       keys: { type: 'string', default: '8' },
