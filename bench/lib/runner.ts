@@ -93,7 +93,7 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
         try {
           const result = await runScenario(ctx, scenario, fixed.rate, baseline ? `http://127.0.0.1:${baseline.port}` : undefined);
           runs.set(scenario.name, [...(runs.get(scenario.name) ?? []), result]);
-          log(`run ${run}/${options.runs}: ${scenario.name} ${result.trackd.rate} ${scenario.unit} p99 ${result.trackd.p99} ms` + (result.baseline ? `, fastify ${result.baseline.rate}` : '') + (result.inProcessRate ? `, in-process ${result.inProcessRate}` : ''));
+          log(`run ${run}/${options.runs}: ${scenario.name} ${result.trackd.rate} ${scenario.unit}` + (result.trackd.p99 === undefined ? "" : ` p99 ${result.trackd.p99} ms`) + (result.baseline ? `, fastify ${result.baseline.rate}` : '') + (result.inProcessRate ? `, in-process ${result.inProcessRate}` : ''));
         } catch (err) {
           failures.set(scenario.name, (err as Error).message);
           log(`${scenario.name} failed: ${(err as Error).message}`);
