@@ -31,7 +31,7 @@ control.close();
 const info = await loadMasterData(dataDir, org.id, 'small', { ...SIZES.small, assets: ASSETS });
 
 const child = spawn(process.execPath, [BIN, 'serve'], {
-  env: { ...process.env, PORT: '0', DATA_DIR: dataDir, NATS_URL: nats.url, SHARDS: '1', LOG_LEVEL: 'warn', TRACKD_ENV: 'production' },
+  env: { ...process.env, PORT: '0', DATA_DIR: dataDir, NATS_URL: nats.url, SHARDS: '1', LOG_LEVEL: 'info', TRACKD_ENV: 'production' },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 const port = await new Promise<number>((resolve) => {
