@@ -5,6 +5,7 @@ import * as assetListIndexes from './003_asset_list_indexes.js';
 import * as locationTree from './004_location_tree.js';
 import * as scanReport from './005_scan_report.js';
 import * as scanResolution from './006_scan_resolution.js';
+import * as eventIdRetention from './007_event_id_retention.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
-export const shardMigrations: Migration[] = [masterData, scans, assetListIndexes, locationTree, scanReport, scanResolution];
+export const shardMigrations: Migration[] = [masterData, scans, assetListIndexes, locationTree, scanReport, scanResolution, eventIdRetention];

@@ -15,7 +15,15 @@ export type ScanOutcome =
 export interface ApplyOptions {
   /** HISTORY_GAP_SECONDS in milliseconds; 0 records every scan as its own history event. */
   historyGapMs: number;
+  /**
+   * How long an applied event id is remembered for re-publish de-duplication (default 24 h). Redeliveries
+   * need no event id (the applied stream sequence covers them), so the table stays bounded by this horizon
+   * instead of growing with every scan a parked tag produces.
+   */
+  eventIdRetentionMs?: number;
 }
+
+const DEFAULT_EVENT_ID_RETENTION_MS = 86_400_000;
 
 /** The current location of an asset and its open visit (its latest history event). */
 interface Position {
@@ -56,6 +64,8 @@ class ScanStore {
   private readonly locationMisses = new Set<string>();
   private readonly applied = new Map<string, number>();
   private epoch = -1;
+  private lastPrune = 0;
+  private batchStartedAt = 0;
   private additions = -1;
   private nextHistoryId: number;
   private readonly s: Record<string, Database.Statement>;
@@ -74,7 +84,8 @@ class ScanStore {
       locationByTagValue: p(`SELECT l.id FROM tags t JOIN locations l ON l.id = t.location_id
                              WHERE t.org_id = ? AND t.tag_type IN (${TAG_TYPES.map((type) => `'${type}'`).join(', ')}) AND t.value = ?
                                AND t.deleted_at IS NULL AND l.deleted_at IS NULL ORDER BY l.id LIMIT 1`).pluck(),
-      event: p('INSERT OR IGNORE INTO scan_events (org_id, event_id) VALUES (?, ?)'),
+      event: p('INSERT OR IGNORE INTO scan_events (org_id, event_id, seen_at) VALUES (?, ?, ?)'),
+      pruneEvents: p('DELETE FROM scan_events WHERE seen_at < ?'),
       position: p('SELECT asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count FROM scan_positions WHERE asset_id = ?'),
       insertPosition: p(`INSERT INTO scan_positions (asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count,
                            asset_deleted_at, asset_valid_from, asset_valid_to)
@@ -115,11 +126,20 @@ class ScanStore {
     return seq;
   }
 
+  /** Forgets event ids older than the retention horizon, at most about ten times per horizon (indexed delete). */
+  private pruneEventIds(retentionMs: number): void {
+    this.batchStartedAt = Date.now();
+    if (this.batchStartedAt - this.lastPrune < Math.min(60_000, Math.max(100, retentionMs / 10))) return;
+    this.lastPrune = this.batchStartedAt;
+    this.s.pruneEvents.run(this.batchStartedAt - retentionMs);
+  }
+
   /** Applies scans in one transaction; the in-memory positions change only once it commits. */
   applyBatch(items: SourcedScan[], options: ApplyOptions): ScanOutcome[] {
     const touched = new Map<number, Position>();
     const appliedSeqs = new Map<string, number>();
     const outcomes = this.db.transaction(() => {
+      this.pruneEventIds(options.eventIdRetentionMs ?? DEFAULT_EVENT_ID_RETENTION_MS);
       const { epoch, additions } = this.s.epoch.get() as { epoch: number; additions: number };
       if (epoch !== this.epoch) {
         this.tagHits.clear();
@@ -161,7 +181,7 @@ class ScanStore {
     if (locationId === UNKNOWN) {
       return { kind: 'dead', reason: 'unknown_location', detail: `${describeLocation(scan.location)} does not resolve to a live location of org ${scan.orgId}` };
     }
-    if (this.s.event.run(scan.orgId, scan.eventId).changes === 0) return { kind: 'duplicate' };
+    if (this.s.event.run(scan.orgId, scan.eventId, this.batchStartedAt).changes === 0) return { kind: 'duplicate' };
     let readsApplied = 0;
     let unknownTags = 0;
     let locationTags = 0;

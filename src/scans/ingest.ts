@@ -85,6 +85,7 @@ class ScanConsumer implements ScanIngest {
   private streamCreated = '';
   private readonly loop: Promise<void>;
   private readonly historyGapMs: number;
+  private readonly eventIdRetentionMs: number;
   /** Connected and consuming (readiness). */
   ready = false;
 
@@ -97,6 +98,7 @@ class ScanConsumer implements ScanIngest {
     private readonly onReadiness: () => void,
   ) {
     this.historyGapMs = services.config.HISTORY_GAP_SECONDS * 1000;
+    this.eventIdRetentionMs = services.config.EVENT_ID_RETENTION_SECONDS * 1000;
     const { metrics } = services;
     metrics.onCollect(() => metrics.set('trackd_scans_in_hand', 'Scan messages delivered and not yet acked', source.labels, this.inHand.size));
     this.loop = this.run();
@@ -233,7 +235,7 @@ class ScanConsumer implements ScanIngest {
             lane.bound = true;
           }
           const started = performance.now();
-          outcomes = await applyScanBatch(shard, batch.flatMap((b) => b.items), { historyGapMs: this.historyGapMs });
+          outcomes = await applyScanBatch(shard, batch.flatMap((b) => b.items), { historyGapMs: this.historyGapMs, eventIdRetentionMs: this.eventIdRetentionMs });
           metrics.observe('trackd_scan_batch_seconds', 'Time to apply one shard batch of scans', { ...this.source.labels, shard: lane.index }, (performance.now() - started) / 1000);
         } catch (err) {
           metrics.inc('trackd_scan_batch_failures_total', 'Shard batches that failed and will be retried', { ...this.source.labels, shard: lane.index });
