@@ -1,23 +1,11 @@
 import { createHash } from 'node:crypto';
-import { Type, type Static } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
+import { Cs463Payload } from '../../schemas/cs463Payload.js';
 import { compileValidator } from '../http/validation.js';
 import type { CanonicalScan } from '../scans/canonical.js';
 import { MAX_FUTURE_SKEW_MS } from '../scans/decode.js';
 import { parseJsonObject, type ReaderFormat } from './format.js';
 
-const Cs463TagRead = Type.Object({
-  epc: Type.String({ minLength: 1, maxLength: 255 }),
-  /** Epoch microseconds, UTC. */
-  timeStampOfRead: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
-  antennaPort: Type.Integer({ minimum: 0 }),
-  capturePointName: Type.String({ minLength: 1, maxLength: 255 }),
-});
-
-/** A CSL CS463 reader's MQTT payload. Other keys (sequenceNumber, numberOfTags, timeZone, rssi, ...) are ignored. */
-export const Cs463Payload = Type.Object({
-  rfidReaderName: Type.String({ minLength: 1, maxLength: 255 }),
-  tags: Type.Array(Cs463TagRead, { maxItems: 10_000 }),
-});
 type Cs463Payload = Static<typeof Cs463Payload>;
 
 const validate = compileValidator(Cs463Payload);

@@ -2,7 +2,7 @@ import { TextDecoder } from 'node:util';
 import { compileValidator } from '../http/validation.js';
 import { parseTimestamp } from '../http/timestamps.js';
 import type { CanonicalScan, LocationRef } from './canonical.js';
-import { ScanMessage } from './schemas/scanMessage.js';
+import { ScanMessage } from '../../schemas/scanMessage.js';
 
 /** Why a message went to `scans_dead.<org_id>` (header Trackd-Dead-Reason). */
 export type DeadReason =
