@@ -128,7 +128,7 @@ t.test('over MQTT: unknown capture points, malformed payloads, unknown formats a
 });
 
 t.test('NATS_URL credentials (nats://user:pass@host, as deploy/nats-server.conf needs) are passed to nats.js, which ignores them in URLs', async (t) => {
-  t.same(splitCredentials('nats://trackd:s%40cret@nats-host:14222'), { servers: ['nats://nats-host:14222'], user: 'trackd', pass: 's@cret' });
-  t.same(splitCredentials('nats://tok@a:14222, nats://b:14222'), { servers: ['nats://a:14222', 'nats://b:14222'], user: 'tok', pass: undefined });
-  t.same(splitCredentials('127.0.0.1:14222'), { servers: ['127.0.0.1:14222'], user: undefined, pass: undefined });
+  t.same(splitCredentials('nats://trackd:s%40cret@nats-host:7422'), { servers: ['nats://nats-host:7422'], user: 'trackd', pass: 's@cret' });
+  t.same(splitCredentials('nats://tok@a:7422, nats://b:7422'), { servers: ['nats://a:7422', 'nats://b:7422'], user: 'tok', pass: undefined });
+  t.same(splitCredentials('127.0.0.1:7422'), { servers: ['127.0.0.1:7422'], user: undefined, pass: undefined });
 });
