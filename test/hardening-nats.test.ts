@@ -1,32 +1,15 @@
 import t from 'tap';
 import { startNatsServer } from '../src/nats/embedded.js';
-import { seed } from './helpers/masterdata.js';
 import { natsClient } from './helpers/scans.js';
-import { sustainedPublisher } from './helpers/ingestLoad.js';
+import { ASSETS, setupFaultOrg as setup, sleep, sum, sustainedPublisher } from './helpers/ingestLoad.js';
 import { historyCounts } from './helpers/scanMix.js';
-import { eventually, startNats, startTrackd, type Teardown } from './helpers/trackd.js';
+import { eventually, startNats } from './helpers/trackd.js';
 
 /**
  * Faults during a sustained ingest (a publisher running at a steady rate the whole time, not a
  * backlog): trackd killed -9 several times, and the nats-server stopped and restarted. Afterwards
  * the history holds exactly one event per scan JetStream acknowledged (HISTORY_GAP_SECONDS=0).
  */
-
-const ASSETS = { 'EPC-1': 'PALLET-1', 'EPC-2': 'PALLET-2', 'EPC-3': 'PALLET-3', 'EPC-4': 'PALLET-4' };
-
-async function setup(t: Teardown, natsUrl: string) {
-  const trackd = await startTrackd(t, { natsUrl, env: { HISTORY_GAP_SECONDS: '0', SHARDS: '2' } });
-  const org = trackd.createOrg('Faults');
-  const token = trackd.createKey(org.id).token;
-  const ids = await seed(trackd, token, {
-    locations: [{ external_key: 'DOCK-1' }],
-    assets: Object.entries(ASSETS).map(([tag, key]) => ({ external_key: key, tags: [`rfid:${tag}`] })),
-  });
-  return { trackd, org, token, ids };
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const sum = (o: Record<string, number>) => Object.values(o).reduce((a, b) => a + b, 0);
 
 t.test('nats-server stopped and restarted during a sustained ingest: published equals applied', async (t) => {
   const nats = await startNats(t);

@@ -1,5 +1,7 @@
 import { headers, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
+import { seed } from './masterdata.js';
+import { startTrackd, type Teardown } from './trackd.js';
 
 export interface SustainedPublisher {
   /** Distinct scans JetStream acknowledged (each stored once; retries share the Nats-Msg-Id). */
@@ -75,3 +77,19 @@ export function sustainedPublisher(
   };
 }
 
+export const ASSETS = { 'EPC-1': 'PALLET-1', 'EPC-2': 'PALLET-2', 'EPC-3': 'PALLET-3', 'EPC-4': 'PALLET-4' };
+
+/** A trackd (every scan a history row) with one org, one location and the four tagged ASSETS. */
+export async function setupFaultOrg(t: Teardown, natsUrl: string) {
+  const trackd = await startTrackd(t, { natsUrl, env: { HISTORY_GAP_SECONDS: '0', SHARDS: '2' } });
+  const org = trackd.createOrg('Faults');
+  const token = trackd.createKey(org.id).token;
+  const ids = await seed(trackd, token, {
+    locations: [{ external_key: 'DOCK-1' }],
+    assets: Object.entries(ASSETS).map(([tag, key]) => ({ external_key: key, tags: [`rfid:${tag}`] })),
+  });
+  return { trackd, org, token, ids };
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const sum = (o: Record<string, number>) => Object.values(o).reduce((a, b) => a + b, 0);
