@@ -3,9 +3,9 @@ import type { Shard } from '../shards/shard.js';
 import type { StatementCache } from '../storage/sqlite.js';
 import { takeReadOnlyEchoes } from '../masterdata/echo.js';
 import { applyMasterFilters, masterPage } from '../masterdata/filters.js';
-import { mintExternalKey, writerStatements } from '../masterdata/keys.js';
+import { writerStatements } from '../masterdata/keys.js';
 import { orgQuery, type Page } from '../masterdata/list.js';
-import { assertKeyFree, notFound, renameRow, softDeleteRow } from '../masterdata/rows.js';
+import { claimExternalKey, notFound, renameRow, softDeleteRow } from '../masterdata/rows.js';
 import { checkValidityWindow, nextUpdatedAt, requestTime } from '../masterdata/rules.js';
 import { insertTags, parseTagsJson, tagsJsonColumn, type TagOwner, type TagRequestBody } from '../masterdata/tags.js';
 import { masterColumns, masterView, type MasterRow } from '../masterdata/view.js';
@@ -69,9 +69,7 @@ export function createAsset(shard: Shard, orgId: number, body: AssetCreateBody):
       const errors: FieldError[] = [];
       checkValidityWindow(validFrom, validTo, errors);
       throwIfInvalid(errors);
-      let key = body.external_key;
-      if (key === undefined) key = mintExternalKey(shard, 'assets', orgId);
-      else assertKeyFree(shard, 'assets', orgId, key);
+      const key = claimExternalKey(shard, 'assets', orgId, body.external_key);
       const id = shard.nextId('asset');
       writerStatements(shard)
         .get(

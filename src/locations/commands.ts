@@ -1,7 +1,7 @@
 import { ApiError, throwIfInvalid, type FieldError } from '../errors/catalog.js';
 import { takeReadOnlyEchoes } from '../masterdata/echo.js';
-import { mintExternalKey, writerStatements } from '../masterdata/keys.js';
-import { assertKeyFree, notFound, renameRow, softDeleteRow } from '../masterdata/rows.js';
+import { writerStatements } from '../masterdata/keys.js';
+import { claimExternalKey, notFound, renameRow, softDeleteRow } from '../masterdata/rows.js';
 import { checkValidityWindow, nextUpdatedAt, requestTime } from '../masterdata/rules.js';
 import { insertTags, parseTagsJson, type TagOwner, type TagRequestBody } from '../masterdata/tags.js';
 import { hasLiveAssetsAt } from '../scans/placement.js';
@@ -39,9 +39,7 @@ export function createLocation(shard: Shard, orgId: number, body: Record<string,
       const validTo = requestTime(body.valid_to) ?? null;
       checkValidityWindow(validFrom, validTo, errors);
       throwIfInvalid(errors);
-      let key = body.external_key as string | undefined;
-      if (key === undefined) key = mintExternalKey(shard, 'locations', orgId);
-      else assertKeyFree(shard, 'locations', orgId, key);
+      const key = claimExternalKey(shard, 'locations', orgId, body.external_key as string | undefined);
       const id = shard.nextId('location');
       writerStatements(shard)
         .get(

@@ -1,6 +1,6 @@
 import { ApiError } from '../errors/catalog.js';
 import type { Shard } from '../shards/shard.js';
-import { keyTaken, releaseKeySlot, writerStatements, type KeyedTable } from './keys.js';
+import { keyTaken, mintExternalKey, releaseKeySlot, writerStatements, type KeyedTable } from './keys.js';
 import { nextUpdatedAt } from './rules.js';
 
 /** The noun used in details for a keyed table. */
@@ -17,6 +17,13 @@ export function keyConflict(table: KeyedTable, key: string): ApiError {
 /** 409 unless `key` is free among the organization's live rows (other than `exceptId`). Writer side. */
 export function assertKeyFree(shard: Shard, table: KeyedTable, orgId: number, key: string, exceptId = 0): void {
   if (keyTaken(shard, table, orgId, key, exceptId)) throw keyConflict(table, key);
+}
+
+/** The key a create stores: the caller's (409 when a live row holds it) or the lowest free minted slot. */
+export function claimExternalKey(shard: Shard, table: KeyedTable, orgId: number, requested: string | undefined): string {
+  if (requested === undefined) return mintExternalKey(shard, table, orgId);
+  assertKeyFree(shard, table, orgId, requested);
+  return requested;
 }
 
 export interface LiveKeyRow {
