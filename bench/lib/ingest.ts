@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { PublishResult, PublishSpec } from './publisher.js';
@@ -41,6 +42,7 @@ export function fieldPlan(ctx: BenchContext, readsPerMessage: number, messages: 
     readsPerMessage,
     messages,
     parkedRound: ctx.dataset.parkedRound,
+    positionsFile: path.join(ctx.workDir, 'field-positions.bin'),
     observedBase: 0,
     observedStepMs: 0,
     eventPrefix: `${eventPrefix}-${Date.now().toString(36)}`,

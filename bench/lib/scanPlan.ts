@@ -2,6 +2,7 @@
  * Scan workloads, generated inside the publisher process from a few parameters (a backlog of
  * 200,000 messages is not shipped through a spec file). Bodies follow operations.md section 3.
  */
+import fs from 'node:fs';
 import { rfidValue } from '../dataset/sizes.js';
 
 export type ScanMode =
@@ -20,6 +21,13 @@ export interface ScanPlan {
   messages: number;
   /** Where each asset is parked before the plan starts: location index (assetOffset + parkedRound) % locations.length. */
   parkedRound: number;
+  /**
+   * Field plans: a file with where each asset is parked (Int32 location indexes), read instead of
+   * parkedRound when it exists and written back by the publisher, so that each field workload
+   * continues from where the previous one left trackd (else its 5% moves pile up as "re-reads"
+   * of assets trackd has elsewhere, which are moves).
+   */
+  positionsFile?: string;
   /** observed_at of message i: `observedBase + i * observedStepMs`; 0 base means wall-clock time at build. */
   observedBase: number;
   observedStepMs: number;
@@ -47,12 +55,18 @@ export class ScanGenerator {
     const L = plan.locations.length;
     this.at = new Int32Array(plan.assets.count);
     this.parked = Array.from({ length: L }, () => []);
+    const saved = plan.positionsFile !== undefined && fs.existsSync(plan.positionsFile) ? readInt32s(plan.positionsFile) : undefined;
     for (let a = 0; a < plan.assets.count; a++) {
-      const where = (a + plan.parkedRound) % L;
+      const where = saved?.[a] ?? (a + plan.parkedRound) % L;
       this.at[a] = where;
       this.parked[where].push(a);
     }
     this.subject = `scans.${plan.orgId}.fixed`;
+  }
+
+  /** Writes where the assets are now to the plan's positionsFile (after every message was published). */
+  savePositions(): void {
+    if (this.plan.positionsFile !== undefined) fs.writeFileSync(this.plan.positionsFile, this.at);
   }
 
   get done(): boolean {
@@ -63,7 +77,10 @@ export class ScanGenerator {
     const { plan } = this;
     const i = this.index++;
     let observedAt = plan.observedBase === 0 ? Date.now() : plan.observedBase + i * plan.observedStepMs;
-    if (observedAt <= this.lastObserved) observedAt = this.lastObserved + 1;
+    // Never earlier than the previous message, but never ahead of the clock either: forcing a new
+    // millisecond per message put a fast burst seconds in the future, and the next plan's scans
+    // (wall-clock times) then arrived as late scans, a slower path than the field workload's.
+    if (observedAt < this.lastObserved) observedAt = this.lastObserved;
     this.lastObserved = observedAt;
     const offsets = plan.mode === 'moves' ? this.movesBatch() : this.fieldBatch();
     const location = plan.mode === 'moves' ? this.at[offsets[0]] : this.fieldLocation;
@@ -134,6 +151,11 @@ export class ScanGenerator {
     }
     return batch;
   }
+}
+
+function readInt32s(file: string): Int32Array {
+  const bytes = fs.readFileSync(file);
+  return new Int32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
 }
 
 /** Messages a 'moves' plan needs so that every asset is read `rounds` times. */

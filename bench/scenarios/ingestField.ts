@@ -6,8 +6,8 @@ const READS = 50;
 /**
  * The field workload: messages of 50 reads, 95% re-reads of parked tags at their location, 5% moves,
  * default visit gap. Throughput: a burst published as fast as the stream acks, from the first
- * publish until its last message is visible. Latency: the same workload paced at half that rate,
- * with publish-to-visible probes every 20 ms.
+ * publish until its last message is visible. Latency: the same workload paced evenly at half that
+ * rate (as a reader network offers it), with publish-to-visible probes every 20 ms.
  */
 export const ingestField: CustomScenario = {
   kind: 'custom',
@@ -34,6 +34,7 @@ export const ingestField: CustomScenario = {
         publish_rate_msgs: published.rate,
         latency_offered_reads_per_s: pacedRate * READS,
         latency_probes: latency.probes?.count ?? 0,
+        latency_publisher_max_behind_ms: latency.max_behind_ms,
         raw_consume_msgs_per_s: ceiling.consume_rate,
         bytes_per_message: ceiling.bytes_per_message,
       },
