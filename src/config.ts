@@ -18,6 +18,7 @@ export const ConfigSchema = Type.Object({
   LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
   HISTORY_GAP_SECONDS: IntString(0, 31_536_000),
   EVENT_ID_RETENTION_SECONDS: IntString(1, 31_536_000),
+  RESPONSE_CACHE_MB: IntString(0, 65_536),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -34,9 +35,10 @@ const DEFAULTS: Record<string, string> = {
   LOG_LEVEL: 'info',
   HISTORY_GAP_SECONDS: '300',
   EVENT_ID_RETENTION_SECONDS: '86400',
+  RESPONSE_CACHE_MB: '64',
 };
 
-const INTEGER_VARS = new Set(['PORT', 'MQTT_PORT', 'SHARDS', 'RATE_LIMIT_PER_MIN', 'HISTORY_GAP_SECONDS', 'EVENT_ID_RETENTION_SECONDS']);
+const INTEGER_VARS = new Set(['PORT', 'MQTT_PORT', 'SHARDS', 'RATE_LIMIT_PER_MIN', 'HISTORY_GAP_SECONDS', 'EVENT_ID_RETENTION_SECONDS', 'RESPONSE_CACHE_MB']);
 
 /** Reads the configuration; a bad value throws a ConfigError whose one-line message names the variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

@@ -56,6 +56,7 @@ export async function serve(config: Config): Promise<RunningService> {
     rateLimitPerMinute: config.RATE_LIMIT_PER_MIN,
     shards,
     storageHealth: services.storageHealth,
+    responseCacheBytes: config.RESPONSE_CACHE_MB * 1024 * 1024,
   });
   http.addRoutes(allRoutes(services));
   let ingest: ScanIngest | undefined;

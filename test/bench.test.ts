@@ -1,7 +1,7 @@
 import t from 'tap';
 import { checkScenarios, runTinyBench } from './helpers/bench.js';
 
-const HTTP_SCENARIOS = ['orgs-me', 'asset-by-id', 'asset-list', 'report', 'report-by-location', 'report-any-offset', 'history', 'tree-ancestors', 'tree-descendants', 'create-patch'];
+const HTTP_SCENARIOS = ['orgs-me', 'asset-by-id', 'asset-by-id-uncached', 'asset-list', 'report', 'report-by-location', 'report-any-offset', 'history', 'tree-ancestors', 'tree-descendants', 'create-patch'];
 
 t.test('npm run bench (tiny) measures every HTTP scenario against its ceilings and writes latest-style JSON', async (t) => {
   const { code, stdout, stderr, output } = await runTinyBench(t, HTTP_SCENARIOS);

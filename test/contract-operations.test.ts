@@ -11,7 +11,7 @@ import { BIN, eventually, tempDir } from './helpers/trackd.js';
  * embedded nats-server is started, found by the CLI through DATA_DIR/nats.url and stopped on exit.
  */
 
-const OPTIONAL = ['HOST', 'PORT', 'DATA_DIR', 'NATS_URL', 'MQTT_PORT', 'TRACKD_ENV', 'SHARDS', 'RATE_LIMIT_PER_MIN', 'LOG_LEVEL', 'HISTORY_GAP_SECONDS', 'EVENT_ID_RETENTION_SECONDS'];
+const OPTIONAL = ['HOST', 'PORT', 'DATA_DIR', 'NATS_URL', 'MQTT_PORT', 'TRACKD_ENV', 'SHARDS', 'RATE_LIMIT_PER_MIN', 'LOG_LEVEL', 'HISTORY_GAP_SECONDS', 'EVENT_ID_RETENTION_SECONDS', 'RESPONSE_CACHE_MB'];
 
 function get(port: number, urlPath: string, token?: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {

@@ -67,6 +67,8 @@ interface ScenarioBase {
 export interface ReadScenario extends ScenarioBase {
   kind: 'read';
   paths(ctx: BenchContext, count: number): string[];
+  /** trackd runs with this extra environment for the scenario (restarted before and after it). */
+  env?: Record<string, string>;
 }
 
 /** Writes through the HTTP API: measured on trackd against the fixed-body ceiling. */

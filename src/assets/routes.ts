@@ -49,6 +49,7 @@ export function assetRoutes(): Route[] {
       method: 'GET',
       path: ITEM,
       operationId: 'getAsset',
+      cacheable: true,
       summary: 'Get an asset by id (404 when missing or soft-deleted; the temporal rule does not apply)',
       tag: TAG,
       scopes: READ,

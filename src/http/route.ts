@@ -52,6 +52,11 @@ export interface Route {
   /** False for routes that do not act on the org's data (no shard is resolved, e.g. /orgs/me). */
   orgScoped?: boolean;
   query?: QuerySpec;
+  /**
+   * The 200 body depends on the org's master data alone (no clock, no scans, no query): it may be
+   * served from the shard's response cache until the shard's next master-data write.
+   */
+  cacheable?: boolean;
   body?: {
     schema: TSchema;
     contentType: BodyContentType;

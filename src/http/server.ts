@@ -14,6 +14,7 @@ import { RateLimiter, type RateWindow } from './rateLimit.js';
 import { Router, type Method } from './router.js';
 import { parsePathId, parseQuery } from './query.js';
 import { compileValidator, type BodyValidator } from './validation.js';
+import { ResponseCache } from './responseCache.js';
 import { findDuplicateKey, hasLoneSurrogate } from './json.js';
 import type { Reply, RequestContext, Route } from './route.js';
 
@@ -89,6 +90,8 @@ export interface HttpServerOptions {
   rateLimitPerMinute: number;
   shards: ShardRegistry;
   storageHealth?: StorageHealth;
+  /** Budget of each shard's response cache (routes marked `cacheable`); 0 turns it off. */
+  responseCacheBytes: number;
 }
 
 /**
@@ -304,6 +307,14 @@ export class HttpServer {
         }
       }
       if (errors.length > 0) throw ApiError.validation(errors);
+      const cache =
+        route.cacheable === true && this.options.responseCacheBytes > 0 && shard !== undefined && !(shard instanceof Promise)
+          ? ResponseCache.of(shard, this.options.responseCacheBytes)
+          : undefined;
+      if (cache !== undefined) {
+        const text = cache.get(principal!.orgId, p.path);
+        if (text !== undefined) return this.send(p, { status: 200, text }, isHead);
+      }
       const ctx: RequestContext = {
         requestId: p.requestId,
         method: route.method,
@@ -316,6 +327,11 @@ export class HttpServer {
       };
       let reply = route.handler(ctx);
       if (reply instanceof Promise) reply = await reply;
+      else if (cache !== undefined && reply.status === 200 && reply.text === undefined && reply.headers === undefined) {
+        // Only a synchronous answer is cached: nothing can have been written between its read and now.
+        reply = { status: 200, text: JSON.stringify(reply.body) };
+        cache.set(principal!.orgId, p.path, reply.text!);
+      }
       this.send(p, reply, isHead);
     } catch (err) {
       this.fail(p, err);

@@ -88,6 +88,7 @@ export function locationRoutes(): Route[] {
       method: 'GET',
       path: ITEM,
       operationId: 'getLocation',
+      cacheable: true,
       summary: 'Get a location by id',
       tag: 'Locations',
       scopes: READ,

@@ -325,12 +325,12 @@ function storeOf(shard: Shard): ScanStore {
  * acks its messages only after the returned promise resolves.
  */
 export function applyScanBatch(shard: Shard, items: SourcedScan[], options: ApplyOptions): Promise<ScanOutcome[]> {
-  return shard.write(() => storeOf(shard).applyBatch(items, options));
+  return shard.write(() => storeOf(shard).applyBatch(items, options), 'scans');
 }
 
 /** Binds the shard's applied sequence to a stream incarnation (its creation time). */
 export function bindStream(shard: Shard, stream: string, created: string): Promise<void> {
-  return shard.write(() => storeOf(shard).bindStream(stream, created));
+  return shard.write(() => storeOf(shard).bindStream(stream, created), 'scans');
 }
 
 export type { CanonicalScan };

@@ -5,6 +5,9 @@ import { migrate, openDatabase, StatementCache, type Db } from '../storage/sqlit
 
 export type IdEntity = 'asset' | 'location' | 'tag' | 'history';
 
+/** What a write command may change: `scans` commands leave master data alone (and its read caches warm). */
+export type WriteEffects = 'any' | 'scans';
+
 /**
  * An organization shard: an actor that owns one SQLite file and is its only writer.
  *
@@ -20,6 +23,11 @@ export class Shard {
   private readonly locals = new Map<string, unknown>();
   private tail: Promise<unknown> = Promise.resolve();
   readonly readerStatements: StatementCache;
+  /**
+   * Bumped by every command that may change master data, in the same turn as its commit: a read
+   * cached at version N is current while this is still N (reads and commands share one thread).
+   */
+  masterDataVersion = 0;
 
   private constructor(
     readonly index: number,
@@ -42,8 +50,14 @@ export class Shard {
   }
 
   /** Enqueues a command in the mailbox; it runs after every command sent before it. */
-  write<T>(command: (db: Db) => T): Promise<T> {
-    const run = this.tail.then(() => command(this.writer));
+  write<T>(command: (db: Db) => T, effects: WriteEffects = 'any'): Promise<T> {
+    const run = this.tail.then(() => {
+      try {
+        return command(this.writer);
+      } finally {
+        if (effects === 'any') this.masterDataVersion++;
+      }
+    });
     this.tail = run.catch(() => undefined);
     return run;
   }
