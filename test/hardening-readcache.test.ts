@@ -77,3 +77,62 @@ for (const cacheMb of ['64', '1']) {
     t.equal((await api.req('GET', `/api/v1/locations/${child.id}`)).status, 404, 'a deleted location is 404 at once');
   });
 }
+
+t.test('list total_count stays exact across writes and validity boundaries', async (t) => {
+  const trackd = await startTrackd(t, { env: { SHARDS: '1' } });
+  const api = assetsClient(trackd, 'Count Org');
+  const other = assetsClient(trackd, 'Other Count Org');
+  const word = key('needle').toLowerCase();
+  const total = async (client: typeof api, query: string, collection = 'assets') => {
+    const first = await client.req('GET', `/api/v1/${collection}?${query}&limit=1`);
+    const again = await client.req('GET', `/api/v1/${collection}?${query}&limit=1&offset=1`);
+    t.equal(again.json.total_count, first.json.total_count, `${query}: every page reports the same total`);
+    return first.json.total_count as number;
+  };
+
+  t.equal(await total(api, 'is_active=true'), 0);
+  const a = await api.create({ name: `first ${word}` });
+  t.equal(await total(api, 'is_active=true'), 1, 'a create counts at once');
+  t.equal(await total(api, `q=${word}`), 1);
+  await other.create({ name: `other ${word}` });
+  t.equal(await total(api, `q=${word}`), 1, "another organization's rows never count");
+  t.equal(await total(other, `q=${word}`), 1);
+
+  const b = await api.create({ name: 'second' });
+  t.equal(await total(api, `q=${word}`), 1);
+  await api.attach(b.id, { tag_type: 'rfid', value: `tag-${word}` });
+  t.equal(await total(api, `q=${word}`), 2, 'a tag attach that makes q match counts at once');
+  const patched = await api.req('PATCH', `/api/v1/assets/${a.id}`, { is_active: false }, { contentType: 'application/merge-patch+json' });
+  t.equal(patched.status, 200);
+  t.equal(await total(api, 'is_active=true'), 1, 'a patch of is_active counts at once');
+  t.equal(await total(api, 'is_active=false'), 1);
+  t.equal((await api.req('DELETE', `/api/v1/assets/${b.id}`)).status, 204);
+  t.equal(await total(api, `q=${word}`), 1, 'a delete counts at once');
+  t.equal(await total(api, `q=${word}&include_deleted=true`), 2);
+
+  // Validity boundaries pass without any write: the counts must follow the clock.
+  const soon = Date.now() + 2500;
+  const startingWord = key('starting').toLowerCase();
+  const endingWord = key('ending').toLowerCase();
+  const starting = await api.create({ name: `starting ${startingWord}`, valid_from: new Date(soon).toISOString() });
+  const ending = await api.create({ name: `ending ${endingWord}`, valid_to: new Date(soon).toISOString() });
+  t.equal(await total(api, `q=${startingWord}`), 0, 'before its valid_from an asset does not count');
+  t.equal(await total(api, `q=${endingWord}`), 1, 'before its valid_to an asset counts');
+  t.equal(await total(api, 'is_active=true'), 1, 'before the boundary: the ending asset is the one active');
+  await new Promise((r) => setTimeout(r, soon - Date.now() + 100));
+  t.equal(await total(api, `q=${startingWord}`), 1, 'after its valid_from it counts, with no write in between');
+  t.equal(await total(api, `q=${endingWord}`), 0, 'after its valid_to it no longer counts');
+  const active = await api.req('GET', '/api/v1/assets?is_active=true');
+  t.same([active.json.total_count, active.json.data.map((r: { id: number }) => r.id)], [1, [starting.id]], 'after the boundary: the starting asset is the one active');
+  t.not(ending.id, starting.id);
+
+  const site = (await api.req('POST', '/api/v1/locations', { external_key: key('SITE'), name: 'Site' })).json.data;
+  t.equal(await total(api, `parent_id=${site.id}`, 'locations'), 0);
+  await api.req('POST', '/api/v1/locations', { external_key: key('DOCK'), name: 'Dock', parent_id: site.id });
+  t.equal(await total(api, `parent_id=${site.id}`, 'locations'), 1, 'a child location counts at once');
+  t.equal(await total(api, `parent_external_key=${site.external_key}`, 'locations'), 1);
+  const renamedSite = key('SITE2');
+  t.equal((await api.req('POST', `/api/v1/locations/${site.id}/rename`, { external_key: renamedSite })).status, 200);
+  t.equal(await total(api, `parent_external_key=${site.external_key}`, 'locations'), 0, 'the old parent key matches nothing after a rename');
+  t.equal(await total(api, `parent_external_key=${renamedSite}`, 'locations'), 1);
+});

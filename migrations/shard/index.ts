@@ -6,6 +6,7 @@ import * as locationTree from './004_location_tree.js';
 import * as scanReport from './005_scan_report.js';
 import * as scanResolution from './006_scan_resolution.js';
 import * as eventIdRetention from './007_event_id_retention.js';
+import * as validityBoundaries from './008_validity_boundaries.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
-export const shardMigrations: Migration[] = [masterData, scans, assetListIndexes, locationTree, scanReport, scanResolution, eventIdRetention];
+export const shardMigrations: Migration[] = [masterData, scans, assetListIndexes, locationTree, scanReport, scanResolution, eventIdRetention, validityBoundaries];

@@ -40,8 +40,9 @@ export function getAsset(shard: Shard, orgId: number, id: number): AssetView {
 const SORT_COLUMNS = { external_key: 'a.external_key', name: 'a.name', created_at: 'a.created_at', updated_at: 'a.updated_at' };
 
 export function listAssets(shard: Shard, orgId: number, query: Record<string, unknown>): Page<AssetView> {
-  const base = applyMasterFilters(orgQuery('assets', 'a', orgId), 'a', orgId, query, Date.now(), 'asset_id');
-  return masterPage(shard, base, { table: 'assets', alias: 'a', orgId, tagColumn: 'asset_id', query, columns: SORT_COLUMNS, extraSelect: ['a.metadata'], toView });
+  const now = Date.now();
+  const base = applyMasterFilters(orgQuery('assets', 'a', orgId), 'a', orgId, query, now, 'asset_id');
+  return masterPage(shard, base, { table: 'assets', alias: 'a', orgId, tagColumn: 'asset_id', query, columns: SORT_COLUMNS, extraSelect: ['a.metadata'], toView, now });
 }
 
 /** Writer-side re-read after a write, in the same mailbox command. */

@@ -16,7 +16,8 @@ export function listLocations(shard: Shard, orgId: number, query: Record<string,
     const message = 'parent_id and parent_external_key are two forms of one filter; send only one of them';
     throwIfInvalid([fieldError('parent_id', 'ambiguous_fields', message), fieldError('parent_external_key', 'ambiguous_fields', message)]);
   }
-  const base = applyMasterFilters(orgQuery('locations', 'l', orgId), 'l', orgId, query, Date.now(), 'location_id');
+  const now = Date.now();
+  const base = applyMasterFilters(orgQuery('locations', 'l', orgId), 'l', orgId, query, now, 'location_id');
   if (parentIds !== undefined) base.whereIn('l.parent_id', parentIds);
   // Parents by key whatever their state, so the filter matches the parent_external_key the views show.
   if (parentKeys !== undefined) {
@@ -31,5 +32,6 @@ export function listLocations(shard: Shard, orgId: number, query: Record<string,
     columns: SORT_COLUMNS,
     extraSelect: PARENT_COLUMNS,
     toView,
+    now,
   });
 }

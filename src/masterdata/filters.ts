@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { pagingParams, type QuerySpec, type SortTerm } from '../http/query.js';
 import type { Shard } from '../shards/shard.js';
+import { CountCache } from './countCache.js';
 import { applyLiveness, likePattern, runList, type Page, type SortColumns } from './list.js';
 import type { KeyedTable } from './keys.js';
 import { tagsJsonColumn, type TagOwner } from './tags.js';
@@ -88,25 +89,28 @@ export function masterPage<Row extends MasterRow, View>(
     columns: SortColumns;
     extraSelect?: string[];
     toView: (row: Row) => View;
+    /** The time the liveness rule was applied at. */
+    now: number;
   },
 ): Page<View> {
   const { alias, query } = options;
-  const limit = query.limit as number;
-  const offset = query.offset as number;
+  const { limit, offset, sort, ...filters } = query;
   registerLowerFunction(shard);
+  const counts = CountCache.of(shard, options.table);
   const { rows: page, total } = runList<{ id: number }>(shard.readerStatements, base, {
-    sort: query.sort as SortTerm[],
+    sort: sort as SortTerm[],
     columns: options.columns,
     idColumn: `${alias}.id`,
-    limit,
-    offset,
+    limit: limit as number,
+    offset: offset as number,
     select: [`${alias}.id`],
+    count: (compute) => counts.count(options.orgId, filters, options.now, compute),
   });
-  if (page.length === 0) return { data: [], limit, offset, total_count: total };
+  if (page.length === 0) return { data: [], limit: limit as number, offset: offset as number, total_count: total };
   const sql =
     `SELECT ${[...masterColumns(alias), ...(options.extraSelect ?? [])].join(', ')}, ${tagsJsonColumn(alias, options.tagColumn)} ` +
     `FROM ${options.table} ${alias} WHERE ${alias}.id IN (SELECT value FROM json_each(?)) AND +${alias}.org_id = ?`;
   const rows = shard.readerStatements.get(sql).all(JSON.stringify(page.map((r) => r.id)), options.orgId) as Row[];
   const byId = new Map(rows.map((row) => [row.id, row]));
-  return { data: page.map((r) => options.toView(byId.get(r.id)!)), limit, offset, total_count: total };
+  return { data: page.map((r) => options.toView(byId.get(r.id)!)), limit: limit as number, offset: offset as number, total_count: total };
 }

@@ -19,10 +19,22 @@ export type SortColumns = Record<string, string>;
 export function runList<Row>(
   statements: StatementCache,
   base: Knex.QueryBuilder,
-  options: { sort: SortTerm[]; columns: SortColumns; idColumn: string; limit: number; offset: number; select: string[] },
+  options: {
+    sort: SortTerm[];
+    columns: SortColumns;
+    idColumn: string;
+    limit: number;
+    offset: number;
+    select: string[];
+    /** Answers total_count, calling `compute` only when it has no current answer of its own. */
+    count?: (compute: () => number) => number;
+  },
 ): { rows: Row[]; total: number } {
-  const counted = base.clone().clearSelect().clearOrder().count({ n: '*' }).toSQL().toNative();
-  const total = (statements.get(counted.sql).get(...(counted.bindings as unknown[])) as { n: number }).n;
+  const compute = () => {
+    const counted = base.clone().clearSelect().clearOrder().count({ n: '*' }).toSQL().toNative();
+    return (statements.get(counted.sql).get(...(counted.bindings as unknown[])) as { n: number }).n;
+  };
+  const total = options.count ? options.count(compute) : compute();
   const page = base.clone().select(options.select);
   for (const term of options.sort) page.orderBy(options.columns[term.field], term.desc ? 'desc' : 'asc');
   page.orderBy(options.idColumn, 'asc').limit(options.limit).offset(options.offset);
