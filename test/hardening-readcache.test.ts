@@ -136,3 +136,30 @@ t.test('list total_count stays exact across writes and validity boundaries', asy
   t.equal(await total(api, `parent_external_key=${site.external_key}`, 'locations'), 0, 'the old parent key matches nothing after a rename');
   t.equal(await total(api, `parent_external_key=${renamedSite}`, 'locations'), 1);
 });
+
+t.test('q pages agree whichever way tag matches are tested (short walk or full set)', async (t) => {
+  const trackd = await startTrackd(t, { env: { SHARDS: '1' } });
+  const api = assetsClient(trackd, 'Walk Org');
+  const word = key('walk').toLowerCase();
+  const expected: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    // A third match by name, a third only by a tag value, a third by nothing.
+    const asset = await api.create({ external_key: `W-${String(i).padStart(3, '0')}`, name: i % 3 === 0 ? `Named ${word}` : `Plain ${i}` });
+    if (i % 3 === 1) await api.attach(asset.id, { tag_type: 'barcode', value: `${word}-${i}` });
+    if (i % 3 !== 2) expected.push(asset.id);
+  }
+  // limit=100 tests every row against the set of matching tags; limit=1 (20 matches > 8 x 1) looks tags up per walked row.
+  const whole = await api.req('GET', `/api/v1/assets?q=${word}&limit=100`);
+  t.same(whole.json.data.map((r: { id: number }) => r.id), expected, 'the whole match, in external_key order');
+  const walked: number[] = [];
+  for (let offset = 0; offset < 20; offset++) {
+    const page = await api.req('GET', `/api/v1/assets?q=${word}&limit=1&offset=${offset}`);
+    t.equal(page.json.total_count, 20);
+    walked.push(...page.json.data.map((r: { id: number }) => r.id));
+  }
+  t.same(walked, expected, 'one-row pages list the same rows in the same order');
+  const byName = await api.req('GET', `/api/v1/assets?q=${word}&limit=2&sort=-name`);
+  t.same(byName.json.data.map((r: { name: string }) => r.name), [`Plain 7`, 'Plain 4'], 'a short walk under another indexed sort');
+  const empty = await api.req('GET', `/api/v1/assets?q=${word}&limit=5&offset=20`);
+  t.same([empty.json.total_count, empty.json.data], [20, []], 'an offset past the total answers an empty page');
+});

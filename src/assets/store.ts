@@ -2,7 +2,7 @@ import { throwIfInvalid, type FieldError } from '../errors/catalog.js';
 import type { Shard } from '../shards/shard.js';
 import type { StatementCache } from '../storage/sqlite.js';
 import { takeReadOnlyEchoes } from '../masterdata/echo.js';
-import { applyMasterFilters, masterPage } from '../masterdata/filters.js';
+import { applyMasterFilters, masterPage, type TagMatch } from '../masterdata/filters.js';
 import { writerStatements } from '../masterdata/keys.js';
 import { orgQuery, type Page } from '../masterdata/list.js';
 import { claimExternalKey, notFound, renameRow, softDeleteRow } from '../masterdata/rows.js';
@@ -41,8 +41,8 @@ const SORT_COLUMNS = { external_key: 'a.external_key', name: 'a.name', created_a
 
 export function listAssets(shard: Shard, orgId: number, query: Record<string, unknown>): Page<AssetView> {
   const now = Date.now();
-  const base = applyMasterFilters(orgQuery('assets', 'a', orgId), 'a', orgId, query, now, 'asset_id');
-  return masterPage(shard, base, { table: 'assets', alias: 'a', orgId, tagColumn: 'asset_id', query, columns: SORT_COLUMNS, extraSelect: ['a.metadata'], toView, now });
+  const build = (tagMatch: TagMatch) => applyMasterFilters(orgQuery('assets', 'a', orgId), 'a', orgId, query, now, 'asset_id', tagMatch);
+  return masterPage(shard, build, { table: 'assets', alias: 'a', orgId, tagColumn: 'asset_id', query, columns: SORT_COLUMNS, extraSelect: ['a.metadata'], toView, now, indexedSorts: Object.keys(SORT_COLUMNS) });
 }
 
 /** Writer-side re-read after a write, in the same mailbox command. */

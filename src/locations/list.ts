@@ -1,5 +1,5 @@
 import { fieldError, throwIfInvalid } from '../errors/catalog.js';
-import { applyMasterFilters, masterPage } from '../masterdata/filters.js';
+import { applyMasterFilters, masterPage, type TagMatch } from '../masterdata/filters.js';
 import { orgQuery, type Page } from '../masterdata/list.js';
 import type { Shard } from '../shards/shard.js';
 import type { LocationView } from './schemas.js';
@@ -17,13 +17,16 @@ export function listLocations(shard: Shard, orgId: number, query: Record<string,
     throwIfInvalid([fieldError('parent_id', 'ambiguous_fields', message), fieldError('parent_external_key', 'ambiguous_fields', message)]);
   }
   const now = Date.now();
-  const base = applyMasterFilters(orgQuery('locations', 'l', orgId), 'l', orgId, query, now, 'location_id');
-  if (parentIds !== undefined) base.whereIn('l.parent_id', parentIds);
-  // Parents by key whatever their state, so the filter matches the parent_external_key the views show.
-  if (parentKeys !== undefined) {
-    base.whereIn('l.parent_id', (sub) => sub.select('p.id').from('locations as p').where('p.org_id', orgId).whereIn('p.external_key', parentKeys));
-  }
-  return masterPage<LocationRow, LocationView>(shard, base, {
+  const build = (tagMatch: TagMatch) => {
+    const base = applyMasterFilters(orgQuery('locations', 'l', orgId), 'l', orgId, query, now, 'location_id', tagMatch);
+    if (parentIds !== undefined) base.whereIn('l.parent_id', parentIds);
+    // Parents by key whatever their state, so the filter matches the parent_external_key the views show.
+    if (parentKeys !== undefined) {
+      base.whereIn('l.parent_id', (sub) => sub.select('p.id').from('locations as p').where('p.org_id', orgId).whereIn('p.external_key', parentKeys));
+    }
+    return base;
+  };
+  return masterPage<LocationRow, LocationView>(shard, build, {
     table: 'locations',
     alias: 'l',
     orgId,
@@ -33,5 +36,7 @@ export function listLocations(shard: Shard, orgId: number, query: Record<string,
     extraSelect: PARENT_COLUMNS,
     toView,
     now,
+    // locations_org_key; name and created_at sort the whole match.
+    indexedSorts: ['external_key'],
   });
 }

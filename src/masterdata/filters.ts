@@ -39,6 +39,13 @@ export function registerLowerFunction(shard: Shard): void {
 }
 
 /**
+ * How `q` tests tag values. `set`: one uncorrelated set of matching owners, built by scanning every
+ * live tag of the org: the cheaper way to test most rows (a count, or a page of a rare match).
+ * `exists`: a tag lookup per candidate row: the cheaper way when the page is found after a short walk.
+ */
+export type TagMatch = 'set' | 'exists';
+
+/**
  * Applies the shared list filters to a query over `alias`: the liveness rule (temporal always,
  * soft-delete unless include_deleted), external_key any-of, is_active and q.
  */
@@ -49,6 +56,7 @@ export function applyMasterFilters(
   query: Record<string, unknown>,
   now: number,
   tagColumn: TagOwner['column'],
+  tagMatch: TagMatch = 'set',
 ): Knex.QueryBuilder {
   applyLiveness(q, alias, now, query.include_deleted === true);
   const keys = query.external_key as string[] | undefined;
@@ -61,11 +69,12 @@ export function applyMasterFilters(
         .whereRaw(match.sql(`${alias}.name`), [match.value])
         .orWhereRaw(match.sql(`${alias}.external_key`), [match.value])
         .orWhereRaw(match.sql(`${alias}.description`), [match.value])
-        // One uncorrelated set of matching owners, not a tag lookup per candidate row.
-        .orWhereRaw(`${alias}.id IN (SELECT tq.${tagColumn} FROM tags tq WHERE tq.org_id = ? AND tq.deleted_at IS NULL AND ${match.sql('tq.value')})`, [
-          orgId,
-          match.value,
-        ]),
+        .orWhereRaw(
+          tagMatch === 'set'
+            ? `${alias}.id IN (SELECT tq.${tagColumn} FROM tags tq WHERE tq.org_id = ? AND tq.deleted_at IS NULL AND ${match.sql('tq.value')})`
+            : `EXISTS (SELECT 1 FROM tags tq WHERE tq.${tagColumn} = ${alias}.id AND +tq.org_id = ? AND tq.deleted_at IS NULL AND ${match.sql('tq.value')})`,
+          [orgId, match.value],
+        ),
     );
   }
   return q;
@@ -79,7 +88,7 @@ export function applyMasterFilters(
  */
 export function masterPage<Row extends MasterRow, View>(
   shard: Shard,
-  base: Knex.QueryBuilder,
+  build: (tagMatch: TagMatch) => Knex.QueryBuilder,
   options: {
     table: KeyedTable;
     alias: string;
@@ -91,12 +100,19 @@ export function masterPage<Row extends MasterRow, View>(
     toView: (row: Row) => View;
     /** The time the liveness rule was applied at. */
     now: number;
+    /** Sort fields an index walks in order (a page under another sort tests every row). */
+    indexedSorts: readonly string[];
   },
 ): Page<View> {
   const { alias, query } = options;
   const { limit, offset, sort, ...filters } = query;
   registerLowerFunction(shard);
   const counts = CountCache.of(shard, options.table);
+  // The page walks rows in sort order until offset + limit of the total matches are found: a fraction
+  // (offset + limit) / total of the rows. Under an eighth, a tag lookup per walked row beats a scan of every tag.
+  const walks = (sort as SortTerm[]).every((term) => options.indexedSorts.includes(term.field));
+  const shortWalk = (total: number) => typeof query.q === 'string' && walks && total > 8 * ((offset as number) + (limit as number));
+  const base = build('set');
   const { rows: page, total } = runList<{ id: number }>(shard.readerStatements, base, {
     sort: sort as SortTerm[],
     columns: options.columns,
@@ -105,6 +121,7 @@ export function masterPage<Row extends MasterRow, View>(
     offset: offset as number,
     select: [`${alias}.id`],
     count: (compute) => counts.count(options.orgId, filters, options.now, compute),
+    pageBase: (total) => (shortWalk(total) ? build('exists') : base),
   });
   if (page.length === 0) return { data: [], limit: limit as number, offset: offset as number, total_count: total };
   const sql =

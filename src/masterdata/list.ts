@@ -28,6 +28,8 @@ export function runList<Row>(
     select: string[];
     /** Answers total_count, calling `compute` only when it has no current answer of its own. */
     count?: (compute: () => number) => number;
+    /** The query to page from, chosen knowing the total (default: `base`). */
+    pageBase?: (total: number) => Knex.QueryBuilder;
   },
 ): { rows: Row[]; total: number } {
   const compute = () => {
@@ -35,7 +37,8 @@ export function runList<Row>(
     return (statements.get(counted.sql).get(...(counted.bindings as unknown[])) as { n: number }).n;
   };
   const total = options.count ? options.count(compute) : compute();
-  const page = base.clone().select(options.select);
+  if (options.offset >= total) return { rows: [], total };
+  const page = (options.pageBase?.(total) ?? base).clone().select(options.select);
   for (const term of options.sort) page.orderBy(options.columns[term.field], term.desc ? 'desc' : 'asc');
   page.orderBy(options.idColumn, 'asc').limit(options.limit).offset(options.offset);
   const native = page.toSQL().toNative();
