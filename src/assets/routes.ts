@@ -49,7 +49,7 @@ export function assetRoutes(): Route[] {
       method: 'GET',
       path: ITEM,
       operationId: 'getAsset',
-      cacheable: true,
+      cacheable: 'assets',
       summary: 'Get an asset by id (404 when missing or soft-deleted; the temporal rule does not apply)',
       tag: TAG,
       scopes: READ,

@@ -1,5 +1,5 @@
 import { throwIfInvalid, type FieldError } from '../errors/catalog.js';
-import type { Shard } from '../shards/shard.js';
+import type { RowEffects, Shard } from '../shards/shard.js';
 import type { StatementCache } from '../storage/sqlite.js';
 import { takeReadOnlyEchoes } from '../masterdata/echo.js';
 import { applyMasterFilters, masterPage, type TagMatch } from '../masterdata/filters.js';
@@ -12,6 +12,8 @@ import { masterColumns, masterView, type MasterRow } from '../masterdata/view.js
 import type { AssetView } from './schemas.js';
 
 export const ASSET_TAGS: TagOwner = { table: 'assets', column: 'asset_id', noun: 'asset' };
+
+const assetRow = (id: number): RowEffects => ({ table: 'assets', ids: [id] });
 
 interface AssetRow extends MasterRow {
   metadata: string;
@@ -81,6 +83,7 @@ export function createAsset(shard: Shard, orgId: number, body: AssetCreateBody):
       insertTags(shard, orgId, ASSET_TAGS, id, body.tags ?? [], now);
       return readWritten(shard, orgId, id);
     })(),
+    { table: 'assets', ids: [] },
   );
 }
 
@@ -110,17 +113,17 @@ export function patchAsset(shard: Shard, orgId: number, id: number, body: Record
         orgId,
       );
     return readWritten(shard, orgId, id);
-  });
+  }, assetRow(id));
 }
 
 export function renameAsset(shard: Shard, orgId: number, id: number, externalKey: string): Promise<AssetView> {
   return shard.write(() => {
     renameRow(shard, 'assets', orgId, id, externalKey, Date.now());
     return readWritten(shard, orgId, id);
-  });
+  }, assetRow(id));
 }
 
 export function deleteAsset(shard: Shard, orgId: number, id: number): Promise<void> {
-  return shard.write(() => softDeleteRow(shard, 'assets', orgId, id, Date.now()));
+  return shard.write(() => softDeleteRow(shard, 'assets', orgId, id, Date.now()), assetRow(id));
 }
 

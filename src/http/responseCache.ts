@@ -1,4 +1,4 @@
-import type { Shard } from '../shards/shard.js';
+import type { RowEffects, Shard } from '../shards/shard.js';
 
 interface Entry {
   orgId: number;
@@ -6,54 +6,56 @@ interface Entry {
 }
 
 /**
- * Serialized 200 bodies of a shard's master-data reads by id (routes marked `cacheable`), kept
- * until the shard's next master-data write. Such a body depends on nothing else (no clock, no
- * scans), and every write goes through the shard's mailbox on this thread, so an entry is served
- * only while the version it was read at is current. Bounded by the UTF-16 length of the bodies;
- * the oldest entries go first.
+ * Serialized 200 bodies of a shard's master-data reads by id (routes marked `cacheable`), each kept
+ * until a write changes its row. Such a body depends on its row alone (no clock, no scans), and
+ * every write goes through the shard's mailbox on this thread and reports what it changed in the
+ * same turn as its commit: a write naming rows evicts those, any other master-data write evicts
+ * everything. Bounded by the UTF-16 length of the bodies; the oldest entries go first.
  */
 export class ResponseCache {
   private readonly entries = new Map<string, Entry>();
-  private version = -1;
   private size = 0;
 
-  constructor(
-    private readonly shard: Shard,
-    private readonly maxChars: number,
-  ) {}
+  private constructor(private readonly maxChars: number) {}
 
   static of(shard: Shard, maxBytes: number): ResponseCache {
-    return shard.local('http.responseCache', (s) => new ResponseCache(s, maxBytes / 2));
+    return shard.local('http.responseCache', (s) => {
+      const cache = new ResponseCache(maxBytes / 2);
+      s.onMasterDataWrite((effects) => cache.evict(effects));
+      return cache;
+    });
   }
 
-  get(orgId: number, path: string): string | undefined {
-    this.dropIfStale();
-    const entry = this.entries.get(path);
+  get(orgId: number, table: string, id: number): string | undefined {
+    const entry = this.entries.get(`${table} ${id}`);
     return entry !== undefined && entry.orgId === orgId ? entry.text : undefined;
   }
 
-  set(orgId: number, path: string, text: string): void {
+  set(orgId: number, table: string, id: number, text: string): void {
     if (text.length > this.maxChars) return;
-    this.dropIfStale();
-    const previous = this.entries.get(path);
-    if (previous !== undefined) {
-      this.size -= previous.text.length;
-      this.entries.delete(path);
-    }
-    this.entries.set(path, { orgId, text });
+    const key = `${table} ${id}`;
+    this.delete(key);
+    this.entries.set(key, { orgId, text });
     this.size += text.length;
-    if (this.size <= this.maxChars) return;
-    for (const [oldest, entry] of this.entries) {
-      this.entries.delete(oldest);
-      this.size -= entry.text.length;
+    for (const oldest of this.entries.keys()) {
       if (this.size <= this.maxChars) break;
+      this.delete(oldest);
     }
   }
 
-  private dropIfStale(): void {
-    if (this.version === this.shard.masterDataVersion) return;
-    this.entries.clear();
-    this.size = 0;
-    this.version = this.shard.masterDataVersion;
+  private evict(effects: 'any' | RowEffects): void {
+    if (effects === 'any') {
+      this.entries.clear();
+      this.size = 0;
+    } else {
+      for (const id of effects.ids) this.delete(`${effects.table} ${id}`);
+    }
+  }
+
+  private delete(key: string): void {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return;
+    this.entries.delete(key);
+    this.size -= entry.text.length;
   }
 }

@@ -53,10 +53,11 @@ export interface Route {
   orgScoped?: boolean;
   query?: QuerySpec;
   /**
-   * The 200 body depends on the org's master data alone (no clock, no scans, no query): it may be
-   * served from the shard's response cache until the shard's next master-data write.
+   * The table whose row the path's one id names, when the 200 body depends on that row alone (no
+   * clock, no scans, no query): it may be served from the shard's response cache until a write
+   * changes the row (shard write effects name it) or any master data (effects `any`).
    */
-  cacheable?: boolean;
+  cacheable?: string;
   body?: {
     schema: TSchema;
     contentType: BodyContentType;

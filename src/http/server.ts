@@ -308,11 +308,12 @@ export class HttpServer {
       }
       if (errors.length > 0) throw ApiError.validation(errors);
       const cache =
-        route.cacheable === true && this.options.responseCacheBytes > 0 && shard !== undefined && !(shard instanceof Promise)
+        route.cacheable !== undefined && this.options.responseCacheBytes > 0 && shard !== undefined && !(shard instanceof Promise)
           ? ResponseCache.of(shard, this.options.responseCacheBytes)
           : undefined;
+      const cachedId = cache === undefined ? 0 : params[compiled.paramNames[0]];
       if (cache !== undefined) {
-        const text = cache.get(principal!.orgId, p.path);
+        const text = cache.get(principal!.orgId, route.cacheable!, cachedId);
         if (text !== undefined) return this.send(p, { status: 200, text }, isHead);
       }
       const ctx: RequestContext = {
@@ -330,7 +331,7 @@ export class HttpServer {
       else if (cache !== undefined && reply.status === 200 && reply.text === undefined && reply.headers === undefined) {
         // Only a synchronous answer is cached: nothing can have been written between its read and now.
         reply = { status: 200, text: JSON.stringify(reply.body) };
-        cache.set(principal!.orgId, p.path, reply.text!);
+        cache.set(principal!.orgId, route.cacheable!, cachedId, reply.text!);
       }
       this.send(p, reply, isHead);
     } catch (err) {

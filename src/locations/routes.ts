@@ -88,7 +88,7 @@ export function locationRoutes(): Route[] {
       method: 'GET',
       path: ITEM,
       operationId: 'getLocation',
-      cacheable: true,
+      cacheable: 'locations',
       summary: 'Get a location by id',
       tag: 'Locations',
       scopes: READ,

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { ApiError, fieldError, type FieldError } from '../errors/catalog.js';
 import type { Route } from '../http/route.js';
 import { jsonTypeOf } from '../http/validation.js';
-import type { Shard } from '../shards/shard.js';
+import type { RowEffects, Shard } from '../shards/shard.js';
 import { DataEnvelope, TAG_TYPES, TagValue, TagView } from './fields.js';
 import { writerStatements, type KeyedTable } from './keys.js';
 
@@ -104,6 +104,11 @@ function ownerIsLive(shard: Shard, owner: TagOwner, orgId: number, ownerId: numb
   return writerStatements(shard).get(sql).get(ownerId, orgId) !== undefined;
 }
 
+/** A tag write changes its owner's row and nothing else. */
+function ownerRow(owner: TagOwner, ownerId: number): RowEffects {
+  return { table: owner.table, ids: [ownerId] };
+}
+
 /** Attaches one tag to a live owner; 404 when the owner is missing, soft-deleted or another org's. */
 export function attachTag(shard: Shard, orgId: number, owner: TagOwner, ownerId: number, tag: TagRequestBody): Promise<TagView> {
   return shard.write((db) =>
@@ -111,6 +116,7 @@ export function attachTag(shard: Shard, orgId: number, owner: TagOwner, ownerId:
       if (!ownerIsLive(shard, owner, orgId, ownerId)) throw ApiError.notFound(`${owner.noun} ${ownerId} not found`);
       return insertTags(shard, orgId, owner, ownerId, [tag], Date.now())[0];
     })(),
+    ownerRow(owner, ownerId),
   );
 }
 
@@ -121,7 +127,7 @@ export function detachTag(shard: Shard, orgId: number, owner: TagOwner, ownerId:
     const sql = `UPDATE tags SET deleted_at = ? WHERE id = ? AND org_id = ? AND ${owner.column} = ? AND deleted_at IS NULL`;
     const result = writerStatements(shard).get(sql).run(Date.now(), tagId, orgId, ownerId);
     if (result.changes === 0) throw ApiError.notFound(`tag ${tagId} is not attached to ${owner.noun} ${ownerId}`);
-  });
+  }, ownerRow(owner, ownerId));
 }
 
 const capitalized = (s: string) => s[0].toUpperCase() + s.slice(1);

@@ -5,8 +5,16 @@ import { migrate, openDatabase, StatementCache, type Db } from '../storage/sqlit
 
 export type IdEntity = 'asset' | 'location' | 'tag' | 'history';
 
-/** What a write command may change: `scans` commands leave master data alone (and its read caches warm). */
-export type WriteEffects = 'any' | 'scans';
+/**
+ * What a write command may change. `scans`: scan state only (master-data caches stay warm). `any`:
+ * any master data. `{ table, ids }`: master data, where among existing rows only these rows of
+ * `table` changed (a create names none: a row that did not exist cannot be cached).
+ */
+export type WriteEffects = 'any' | 'scans' | RowEffects;
+export interface RowEffects {
+  table: string;
+  ids: number[];
+}
 
 /**
  * An organization shard: an actor that owns one SQLite file and is its only writer.
@@ -28,6 +36,7 @@ export class Shard {
    * cached at version N is current while this is still N (reads and commands share one thread).
    */
   masterDataVersion = 0;
+  private readonly masterDataListeners: ((effects: 'any' | RowEffects) => void)[] = [];
 
   private constructor(
     readonly index: number,
@@ -55,11 +64,19 @@ export class Shard {
       try {
         return command(this.writer);
       } finally {
-        if (effects === 'any') this.masterDataVersion++;
+        if (effects !== 'scans') {
+          this.masterDataVersion++;
+          for (const listener of this.masterDataListeners) listener(effects);
+        }
       }
     });
     this.tail = run.catch(() => undefined);
     return run;
+  }
+
+  /** Called after every master-data command, in the same turn as its commit (before any later read). */
+  onMasterDataWrite(listener: (effects: 'any' | RowEffects) => void): void {
+    this.masterDataListeners.push(listener);
   }
 
   /** Next id for an entity type, from a block reserved in the control plane. Writer side only. */
