@@ -41,7 +41,8 @@ async function setup(t: Teardown, natsUrl?: string) {
 t.test('kill -9 while a backlog drains: after restart every scan is in the history exactly once', async (t) => {
   const { trackd, org, token, ids } = await setup(t);
   const nc = await natsClient(t, trackd.natsUrl);
-  const total = 8000;
+  // More than one batch (at most 10,000 scans each), so that the kill falls between two commits.
+  const total = 20_000;
   await trackd.stop();
   await publishRange(nc, org.id, 0, total);
   await trackd.restart();
@@ -70,7 +71,8 @@ t.test('a nats-server restart while a backlog drains: the consumer reconnects an
   const nats = await startNats(t);
   const { trackd, org, token, ids } = await setup(t, nats.url);
   const nc = await natsClient(t, nats.url);
-  const total = 4000;
+  // More than one batch (at most 10,000 scans each), so that the stop falls between two commits.
+  const total = 20_000;
   await trackd.stop();
   await publishRange(nc, org.id, 0, total);
   await trackd.restart();

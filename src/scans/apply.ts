@@ -74,8 +74,10 @@ class ScanStore {
     const p = (sql: string) => db.prepare(sql);
     this.s = {
       epoch: p('SELECT epoch, additions FROM scan_resolution_epoch WHERE id = 1'),
-      tag: p(`SELECT t.asset_id, t.location_id, a.deleted_at AS asset_deleted_at FROM tags t LEFT JOIN assets a ON a.id = t.asset_id
-              WHERE t.org_id = ? AND t.tag_type = ? AND t.value = ? AND t.deleted_at IS NULL`),
+      // One statement resolves every uncached tag of a batch (per org and tag type): a statement per
+      // tag cost as much as the rest of a first-seen read.
+      tags: p(`SELECT t.value, t.asset_id, t.location_id, a.deleted_at AS asset_deleted_at FROM tags t LEFT JOIN assets a ON a.id = t.asset_id
+               WHERE t.org_id = ? AND t.tag_type = ? AND t.value IN (SELECT value FROM json_each(?)) AND t.deleted_at IS NULL`),
       locationById: p('SELECT id FROM locations WHERE id = ? AND org_id = ? AND deleted_at IS NULL').pluck(),
       locationByKey: p('SELECT id FROM locations WHERE org_id = ? AND external_key = ? AND deleted_at IS NULL').pluck(),
       locationByTag: p(`SELECT l.id FROM tags t JOIN locations l ON l.id = t.location_id
@@ -87,6 +89,8 @@ class ScanStore {
       event: p('INSERT OR IGNORE INTO scan_events (org_id, event_id, seen_at) VALUES (?, ?, ?)'),
       pruneEvents: p('DELETE FROM scan_events WHERE seen_at < ?'),
       position: p('SELECT asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count FROM scan_positions WHERE asset_id = ?'),
+      positions: p(`SELECT asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count FROM scan_positions
+                    WHERE asset_id IN (SELECT value FROM json_each(?))`),
       insertPosition: p(`INSERT INTO scan_positions (asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count,
                            asset_deleted_at, asset_valid_from, asset_valid_to)
                          SELECT ?, ?, ?, ?, ?, ?, ?, a.deleted_at, a.valid_from, a.valid_to FROM assets a WHERE a.id = ?`),
@@ -151,9 +155,12 @@ class ScanStore {
       }
       this.epoch = epoch;
       this.additions = additions;
+      const resolved = this.resolveReads(items);
       const out: ScanOutcome[] = [];
+      let offset = 0;
       for (const item of items) {
-        out.push(this.applyOne(item, options, touched, appliedSeqs));
+        out.push(this.applyOne(item, resolved, offset, options, touched, appliedSeqs));
+        offset += item.scan.reads.length;
       }
       for (const p of touched.values()) {
         if (p.stored) this.s.updatePosition.run(p.locationId, p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount, p.assetId);
@@ -170,7 +177,15 @@ class ScanStore {
     return outcomes;
   }
 
-  private applyOne(item: SourcedScan, options: ApplyOptions, touched: Map<number, Position>, appliedSeqs: Map<string, number>): ScanOutcome {
+  /** `resolved[offset + k]` is what read k of the item resolved to (an asset id, UNKNOWN or LOCATION_TAG). */
+  private applyOne(
+    item: SourcedScan,
+    resolved: number[],
+    offset: number,
+    options: ApplyOptions,
+    touched: Map<number, Position>,
+    appliedSeqs: Map<string, number>,
+  ): ScanOutcome {
     const { scan, stream, seq } = item;
     if (seq > 0) {
       const applied = appliedSeqs.get(stream) ?? this.appliedSeq(stream);
@@ -186,8 +201,8 @@ class ScanStore {
     let unknownTags = 0;
     let locationTags = 0;
     const seen = scan.reads.length > 1 ? new Set<number>() : undefined;
-    for (const read of scan.reads) {
-      const assetId = this.resolveTag(scan.orgId, read.tagType, read.value);
+    for (let k = 0; k < scan.reads.length; k++) {
+      const assetId = resolved[offset + k];
       if (assetId === UNKNOWN) unknownTags++;
       else if (assetId === LOCATION_TAG) locationTags++;
       else {
@@ -203,17 +218,63 @@ class ScanStore {
     return { kind: 'applied', readsApplied, unknownTags, locationTags };
   }
 
-  private resolveTag(orgId: number, tagType: string, value: string): number {
-    const key = `${orgId}\u0001${tagType}\u0001${value}`;
-    const hit = this.tagHits.get(key);
-    if (hit !== undefined) return hit;
-    if (this.tagMisses.has(key)) return UNKNOWN;
-    const row = this.s.tag.get(orgId, tagType, value) as { asset_id: number | null; location_id: number | null; asset_deleted_at: number | null } | undefined;
-    let assetId = UNKNOWN;
-    if (row !== undefined && row.asset_id !== null) assetId = row.asset_deleted_at === null ? row.asset_id : UNKNOWN;
-    else if (row !== undefined && row.location_id !== null) assetId = LOCATION_TAG;
-    remember(assetId === UNKNOWN ? this.tagMisses : this.tagHits, key, assetId, 1_000_000);
-    return assetId;
+  /**
+   * Resolves every read of a batch, in order: from the caches, and the rest with one query per org
+   * and tag type. The positions of assets first met here are loaded together too.
+   */
+  private resolveReads(items: SourcedScan[]): number[] {
+    const resolved: number[] = [];
+    const pendingAt: number[] = [];
+    const pendingKeys: string[] = [];
+    const lookups = new Map<string, { orgId: number; tagType: string; values: Set<string> }>();
+    for (const { scan } of items) {
+      for (const read of scan.reads) {
+        const key = `${scan.orgId}\u0001${read.tagType}\u0001${read.value}`;
+        const hit = this.tagHits.get(key);
+        if (hit !== undefined) resolved.push(hit);
+        else {
+          if (!this.tagMisses.has(key)) {
+            pendingAt.push(resolved.length);
+            pendingKeys.push(key);
+            const group = `${scan.orgId}\u0001${read.tagType}`;
+            let lookup = lookups.get(group);
+            if (lookup === undefined) lookups.set(group, (lookup = { orgId: scan.orgId, tagType: read.tagType, values: new Set() }));
+            lookup.values.add(read.value);
+          }
+          resolved.push(UNKNOWN);
+        }
+      }
+    }
+    if (pendingAt.length === 0) return resolved;
+    const found = new Map<string, number>();
+    for (const { orgId, tagType, values } of lookups.values()) {
+      const rows = this.s.tags.all(orgId, tagType, JSON.stringify([...values])) as { value: string; asset_id: number | null; location_id: number | null; asset_deleted_at: number | null }[];
+      const byValue = new Map(rows.map((row) => [row.value, row]));
+      for (const value of values) {
+        const row = byValue.get(value);
+        let assetId = UNKNOWN;
+        if (row !== undefined && row.asset_id !== null) assetId = row.asset_deleted_at === null ? row.asset_id : UNKNOWN;
+        else if (row !== undefined && row.location_id !== null) assetId = LOCATION_TAG;
+        const key = `${orgId}\u0001${tagType}\u0001${value}`;
+        found.set(key, assetId);
+        remember(assetId === UNKNOWN ? this.tagMisses : this.tagHits, key, assetId, 1_000_000);
+      }
+    }
+    const unplaced = new Set<number>();
+    for (let i = 0; i < pendingAt.length; i++) {
+      const assetId = found.get(pendingKeys[i]) ?? UNKNOWN;
+      resolved[pendingAt[i]] = assetId;
+      if (assetId > 0 && !this.positions.has(assetId)) unplaced.add(assetId);
+    }
+    if (unplaced.size > 0) this.loadPositions([...unplaced]);
+    return resolved;
+  }
+
+  /** Loads committed positions (null for an asset never scanned) of assets not yet in memory, in one query. */
+  private loadPositions(assetIds: number[]): void {
+    const rows = this.s.positions.all(JSON.stringify(assetIds)) as Record<string, number>[];
+    for (const assetId of assetIds) this.positions.set(assetId, null);
+    for (const row of rows) this.positions.set(row.asset_id, positionOf(row));
   }
 
   private resolveLocation(orgId: number, ref: LocationRef): number {
@@ -242,16 +303,7 @@ class ScanStore {
     let committed = this.positions.get(assetId);
     if (committed === undefined) {
       const row = this.s.position.get(assetId) as Record<string, number> | undefined;
-      committed = row === undefined ? null : {
-        assetId,
-        orgId: row.org_id,
-        locationId: row.location_id,
-        lastSeenAt: row.last_seen_at,
-        visitId: row.visit_id,
-        visitStartedAt: row.visit_started_at,
-        visitReadCount: row.visit_read_count,
-        stored: true,
-      };
+      committed = row === undefined ? null : positionOf(row);
       this.positions.set(assetId, committed);
     }
     if (committed === null) return undefined;
@@ -306,6 +358,19 @@ class ScanStore {
     }
     this.insertVisit(assetId, locationId, t);
   }
+}
+
+function positionOf(row: Record<string, number>): Position {
+  return {
+    assetId: row.asset_id,
+    orgId: row.org_id,
+    locationId: row.location_id,
+    lastSeenAt: row.last_seen_at,
+    visitId: row.visit_id,
+    visitStartedAt: row.visit_started_at,
+    visitReadCount: row.visit_read_count,
+    stored: true,
+  };
 }
 
 /** Adds to a bounded cache; a full cache starts over (cheaper than LRU bookkeeping per read). */

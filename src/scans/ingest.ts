@@ -16,7 +16,7 @@ import type { Services } from '../services.js';
 import { applyScanBatch, bindStream, type ScanOutcome } from './apply.js';
 import type { SourcedScan } from './canonical.js';
 import type { DeadLetter } from './decode.js';
-import { scansSource, type MetricLabels, type ScanSource } from './source.js';
+import { scansSource, type MessageRoute, type MetricLabels, type ScanSource } from './source.js';
 import { connectNats, ensureStream, isApiError, SCANS_DEAD_STREAM } from './streams.js';
 
 export interface ScanIngest {
@@ -24,15 +24,19 @@ export interface ScanIngest {
 }
 
 export interface IngestOptions {
-  /** Most messages applied in one shard transaction. */
+  /** Most scans applied in one shard transaction. */
   maxBatch: number;
+  /** Most tag reads applied in one shard transaction (bounds how long one batch holds the thread). */
+  maxBatchReads: number;
   /** Messages the pull consumer keeps buffered in the client. */
   maxMessages: number;
+  /** Longest a backlog batch waits for more messages before it is applied. */
+  maxGatherMs: number;
 }
 
 const ACK_WAIT_MS = 60_000;
 const MAX_ACK_PENDING = 20_000;
-const DEFAULT_OPTIONS: IngestOptions = { maxBatch: 2000, maxMessages: 2000 };
+const DEFAULT_OPTIONS: IngestOptions = { maxBatch: 10_000, maxBatchReads: 100_000, maxMessages: 10_000, maxGatherMs: 200 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -42,6 +46,13 @@ interface InHand {
   orgToken: string;
   items: SourcedScan[];
   labels: MetricLabels;
+  labelKey: string;
+}
+
+interface RouteEntry {
+  route: MessageRoute;
+  labels: MetricLabels;
+  labelKey: string;
 }
 
 /** Per-label-set counts of one settled batch, written to the metrics once. */
@@ -59,6 +70,13 @@ interface Tally {
 interface Lane {
   index: number;
   queue: InHand[];
+  /** Scans and tag reads in the queue. */
+  scans: number;
+  reads: number;
+  /** Queue length at the last gather check: a batch gathers only while messages keep arriving. */
+  gathered: number;
+  /** When the oldest message in the queue arrived (performance.now()). */
+  since: number;
   running: boolean;
   scheduled: boolean;
   bound: boolean;
@@ -78,9 +96,14 @@ class ScanConsumer implements ScanIngest {
   private readonly lanes = new Map<number, Lane>();
   private readonly inHand = new Set<number>();
   private readonly sideTasks = new Set<Promise<void>>();
+  private readonly routes = new Map<string, RouteEntry>();
+  /** Messages in the stream not yet delivered to this consumer, as of the last delivery. */
+  private pending = 0;
   private messages: ConsumerMessages | undefined;
   private sessionBroken = false;
   private lastDelivery: number | undefined;
+  /** The stream holds messages not yet delivered to us (a backlog): batches gather instead of applying at once. */
+  private backlog = false;
   private stopping = false;
   private streamCreated = '';
   private readonly loop: Promise<void>;
@@ -100,7 +123,10 @@ class ScanConsumer implements ScanIngest {
     this.historyGapMs = services.config.HISTORY_GAP_SECONDS * 1000;
     this.eventIdRetentionMs = services.config.EVENT_ID_RETENTION_SECONDS * 1000;
     const { metrics } = services;
-    metrics.onCollect(() => metrics.set('trackd_scans_in_hand', 'Scan messages delivered and not yet acked', source.labels, this.inHand.size));
+    metrics.onCollect(() => {
+      metrics.set('trackd_scans_in_hand', 'Scan messages delivered and not yet acked', source.labels, this.inHand.size);
+      metrics.set('trackd_scans_consumer_pending', 'Messages in the stream not yet delivered to trackd (consumer lag)', source.labels, this.pending);
+    });
     this.loop = this.run();
   }
 
@@ -172,7 +198,20 @@ class ScanConsumer implements ScanIngest {
   }
 
   private setPending(pending: number): void {
-    this.services.metrics.set('trackd_scans_consumer_pending', 'Messages in the stream not yet delivered to trackd (consumer lag)', this.source.labels, pending);
+    this.pending = pending;
+  }
+
+  /** A subject's route with its metric labels, computed once per subject (a handful per org). */
+  private routeOf(subject: string): RouteEntry {
+    let entry = this.routes.get(subject);
+    if (entry === undefined) {
+      const route = this.source.route(subject);
+      const labels = { ...this.source.labels, ...route.labels };
+      entry = { route, labels, labelKey: JSON.stringify(labels) };
+      if (this.routes.size >= 10_000) this.routes.clear();
+      this.routes.set(subject, entry);
+    }
+    return entry;
   }
 
   private accept(msg: JsMsg): void {
@@ -185,11 +224,11 @@ class ScanConsumer implements ScanIngest {
     }
     this.lastDelivery = info.deliverySequence;
     this.setPending(info.pending);
+    this.backlog = info.pending > 0;
     const seq = msg.seq;
     if (this.inHand.has(seq)) return;
     this.inHand.add(seq);
-    const route = this.source.route(msg.subject);
-    const labels = { ...this.source.labels, ...route.labels };
+    const { route, labels, labelKey } = this.routeOf(msg.subject);
     if ('dead' in route) return this.deadLetter(msg, route.orgToken, route.dead, labels);
     const shardIndex = this.services.shards.shardIndexOf(route.orgId);
     if (shardIndex === undefined) return this.deadLetter(msg, route.orgToken, { reason: 'unknown_org', detail: `organization ${route.orgId} does not exist` }, labels);
@@ -203,20 +242,47 @@ class ScanConsumer implements ScanIngest {
       return;
     }
     let lane = this.lanes.get(shardIndex);
-    if (lane === undefined) this.lanes.set(shardIndex, (lane = { index: shardIndex, queue: [], running: false, scheduled: false, bound: false }));
+    if (lane === undefined) {
+      lane = { index: shardIndex, queue: [], scans: 0, reads: 0, gathered: 0, since: 0, running: false, scheduled: false, bound: false };
+      this.lanes.set(shardIndex, lane);
+    }
     // Only the first scan carries the stream sequence (the shard's applied-sequence check); the
     // others of the same message commit in the same transaction and are guarded by their event ids.
     const items = decoded.scans.map((scan, i) => ({ scan, stream: this.source.stream, seq: i === 0 ? seq : 0 }));
-    lane.queue.push({ msg, orgToken: route.orgToken, items, labels });
-    if (!lane.running && !lane.scheduled) {
-      lane.scheduled = true;
-      // Let every message already read from the socket join the batch first.
-      const l = lane;
-      setImmediate(() => {
-        l.scheduled = false;
-        void this.flush(l);
-      });
-    }
+    if (lane.queue.length === 0) lane.since = performance.now();
+    lane.queue.push({ msg, orgToken: route.orgToken, items, labels, labelKey });
+    lane.scans += items.length;
+    for (const s of decoded.scans) lane.reads += s.reads.length;
+    this.schedule(lane, false);
+  }
+
+  /**
+   * Applies the lane's queue once every message already read from the socket has joined it. With a
+   * backlog in the stream it first gathers a bigger batch, for as long as messages keep arriving
+   * (up to maxBatch/maxBatchReads or maxGatherMs): a commit costs about the pages it dirties, and
+   * a batch of 10,000 random re-reads dirties hardly more pages than one of 300 (the socket's
+   * chunk), so a drain costs far less per message. Without a backlog (a live feed) a batch is
+   * applied at once, so gathering never adds latency there.
+   */
+  private schedule(lane: Lane, gathering: boolean): void {
+    if (lane.running || lane.scheduled || lane.queue.length === 0) return;
+    lane.scheduled = true;
+    const check = () => {
+      lane.scheduled = false;
+      if (lane.running) return;
+      const { maxBatch, maxBatchReads, maxGatherMs } = this.options;
+      const arriving = lane.queue.length > lane.gathered;
+      if (this.backlog && arriving && lane.scans < maxBatch && lane.reads < maxBatchReads && performance.now() - lane.since < maxGatherMs && !this.stopping) {
+        lane.gathered = lane.queue.length;
+        this.schedule(lane, true);
+        return;
+      }
+      lane.gathered = 0;
+      void this.flush(lane);
+    };
+    // A timer lets the poll phase wait (about 1 ms) for the next socket read; setImmediate does not.
+    if (gathering) setTimeout(check, 1);
+    else setImmediate(check);
   }
 
   private async flush(lane: Lane): Promise<void> {
@@ -224,6 +290,7 @@ class ScanConsumer implements ScanIngest {
     lane.running = true;
     const { metrics, logger } = this.services;
     let backoff = 100;
+    let givenUp = false;
     try {
       while (lane.queue.length > 0) {
         const batch = this.nextBatch(lane.queue);
@@ -241,7 +308,10 @@ class ScanConsumer implements ScanIngest {
           metrics.inc('trackd_scan_batch_failures_total', 'Shard batches that failed and will be retried', { ...this.source.labels, shard: lane.index });
           logger.error({ err: (err as Error).message, shard: lane.index, messages: batch.length }, 'scan batch failed; retrying');
           this.services.storageHealth?.report(err);
-          if (this.stopping) return;
+          if (this.stopping) {
+            givenUp = true;
+            return;
+          }
           for (const b of batch) b.msg.working();
           await sleep(backoff);
           backoff = Math.min(backoff * 2, 5000);
@@ -250,17 +320,35 @@ class ScanConsumer implements ScanIngest {
         backoff = 100;
         await this.settle(batch, outcomes);
         lane.queue.splice(0, batch.length);
+        for (const b of batch) {
+          lane.scans -= b.items.length;
+          for (const item of b.items) lane.reads -= item.scan.reads.length;
+        }
+        // With a backlog, what is left gathers more before the next batch.
+        if (this.backlog) break;
       }
     } finally {
       lane.running = false;
+      lane.since = performance.now();
+      if (!givenUp) this.schedule(lane, false);
     }
   }
 
-  /** The messages at the head of the queue whose scans, together, stay within maxBatch (at least one message). */
+  /** The messages at the head of the queue within maxBatch scans and maxBatchReads reads (at least one message). */
   private nextBatch(queue: InHand[]): InHand[] {
-    let scans = queue[0].items.length;
-    let n = 1;
-    while (n < queue.length && scans + queue[n].items.length <= this.options.maxBatch) scans += queue[n++].items.length;
+    const { maxBatch, maxBatchReads } = this.options;
+    let scans = 0;
+    let reads = 0;
+    let n = 0;
+    while (n < queue.length) {
+      const items = queue[n].items;
+      let r = 0;
+      for (const item of items) r += item.scan.reads.length;
+      if (n > 0 && (scans + items.length > maxBatch || reads + r > maxBatchReads)) break;
+      scans += items.length;
+      reads += r;
+      n++;
+    }
     return queue.slice(0, n);
   }
 
@@ -273,10 +361,10 @@ class ScanConsumer implements ScanIngest {
     const tallies = new Map<string, Tally>();
     const dead: Promise<void>[] = [];
     let at = 0;
-    for (const { msg, orgToken, items, labels } of batch) {
+    for (const { msg, orgToken, items, labels, labelKey } of batch) {
       const own = outcomes.slice(at, at + items.length);
       at += items.length;
-      const key = JSON.stringify(labels);
+      const key = labelKey;
       let tally = tallies.get(key);
       if (tally === undefined) tallies.set(key, (tally = { labels, applied: 0, redelivered: 0, duplicate: 0, reads: 0, unknownTags: 0, locationTags: 0 }));
       if (own[0].kind === 'redelivered') {
