@@ -15,9 +15,9 @@ export const SENTINEL_INSTANTS: readonly number[] = [YEAR_ONE, 0];
 
 export interface ParsedTimestamp {
   /** Milliseconds since the epoch, sub-millisecond digits truncated toward zero. */
-  ms: number;
+  readonly ms: number;
   /** True when the exact instant (with every fractional digit) is one of the two sentinels. */
-  sentinel: boolean;
+  readonly sentinel: boolean;
 }
 
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
@@ -26,8 +26,21 @@ function isLeap(year: number): boolean {
   return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
 }
 
+// The last text parsed: a body's timestamp is parsed by its validator and again by its handler
+// (or the scan decoder), so a one-entry memo halves the work on the ingest path.
+let lastText: string | undefined;
+let lastParsed: ParsedTimestamp | undefined;
+
 /** Parses an RFC 3339 timestamp; returns undefined when the text is not one. */
 export function parseTimestamp(text: string): ParsedTimestamp | undefined {
+  if (text === lastText) return lastParsed;
+  const parsed = parseUncached(text);
+  lastText = text;
+  lastParsed = parsed;
+  return parsed;
+}
+
+function parseUncached(text: string): ParsedTimestamp | undefined {
   const m = RFC3339.exec(text);
   if (m === null) return undefined;
   const year = Number(m[1]);

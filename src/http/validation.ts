@@ -23,13 +23,12 @@ ajv.addKeyword({
   type: 'string',
   errors: true,
   validate: function validateTimestamp(mode: string, data: string, _parent: unknown, ctx?: { instancePath: string }) {
-    const field = pathToField(ctx?.instancePath ?? '');
     const parsed = parseTimestamp(data);
-    let message: string | undefined;
+    if (parsed !== undefined && !parsed.sentinel) return true;
+    const field = pathToField(ctx?.instancePath ?? '');
+    let message: string;
     if (parsed === undefined) message = timestampMessages.invalid(field);
-    else if (parsed.sentinel)
-      message = mode === 'nullable' ? timestampMessages.sentinelNullable(field, data) : timestampMessages.sentinelRequired(field, data);
-    if (message === undefined) return true;
+    else message = mode === 'nullable' ? timestampMessages.sentinelNullable(field, data) : timestampMessages.sentinelRequired(field, data);
     (validateTimestamp as unknown as { errors: Partial<ErrorObject>[] }).errors = [{ keyword: 'x-timestamp', message, params: {} }];
     return false;
   },
