@@ -163,3 +163,40 @@ t.test('q pages agree whichever way tag matches are tested (short walk or full s
   const empty = await api.req('GET', `/api/v1/assets?q=${word}&limit=5&offset=20`);
   t.same([empty.json.total_count, empty.json.data], [20, []], 'an offset past the total answers an empty page');
 });
+
+t.test('descendants stay exact across location writes and validity boundaries', async (t) => {
+  const trackd = await startTrackd(t, { env: { SHARDS: '1' } });
+  const api = assetsClient(trackd, 'Tree Org');
+  const create = async (body: Record<string, unknown>) => {
+    const res = await api.req('POST', '/api/v1/locations', { external_key: key('LOC'), name: 'Loc', ...body });
+    t.equal(res.status, 201);
+    return res.json.data as { id: number; external_key: string };
+  };
+  const below = async (id: number) => {
+    const res = await api.req('GET', `/api/v1/locations/${id}/descendants?limit=100`);
+    t.equal(res.status, 200);
+    const again = await api.req('GET', `/api/v1/locations/${id}/descendants?limit=1&offset=1`);
+    t.equal(again.json.total_count, res.json.total_count, 'every page reports the same total');
+    return res.json.data.map((l: { id: number }) => l.id) as number[];
+  };
+  const root = await create({});
+  const a = await create({ parent_id: root.id });
+  t.same(await below(root.id), [a.id]);
+  const b = await create({ parent_id: a.id });
+  t.same(await below(root.id), [a.id, b.id], 'a new grandchild shows at once');
+  const other = await create({});
+  const moved = await api.req('PATCH', `/api/v1/locations/${b.id}`, { parent_id: other.id }, { contentType: 'application/merge-patch+json' });
+  t.equal(moved.status, 200);
+  t.same(await below(root.id), [a.id], 'a move out shows at once');
+  t.same(await below(other.id), [b.id], 'and under its new parent');
+  await api.create({ name: 'an asset write in between' });
+  t.equal((await api.req('DELETE', `/api/v1/locations/${b.id}`)).status, 204);
+  t.same(await below(other.id), [], 'a delete shows at once');
+
+  const soon = Date.now() + 2500;
+  const later = await create({ parent_id: root.id, valid_from: new Date(soon).toISOString() });
+  const ending = await create({ parent_id: root.id, valid_to: new Date(soon).toISOString() });
+  t.same(await below(root.id), [a.id, ending.id], 'before the boundary');
+  await new Promise((r) => setTimeout(r, soon - Date.now() + 100));
+  t.same(await below(root.id), [a.id, later.id], 'after the boundary, with no write in between');
+});

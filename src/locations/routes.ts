@@ -15,6 +15,7 @@ import {
   treeQuery,
 } from './schemas.js';
 import { readStatements, type LocationRow } from './store.js';
+import { TableMemo } from '../masterdata/tableMemo.js';
 import { ancestors, children, descendants } from './tree.js';
 import { toView } from './view.js';
 import { tagRoutes } from '../masterdata/tags.js';
@@ -34,7 +35,7 @@ function requireLive(ctx: RequestContext): number {
 const treeRoute = (
   name: 'ancestors' | 'children' | 'descendants',
   summary: string,
-  run: typeof ancestors,
+  run: typeof descendants,
 ): Route => ({
   method: 'GET',
   path: `${ITEM}/${name}`,
@@ -47,7 +48,8 @@ const treeRoute = (
   handler: (ctx) => {
     const id = requireLive(ctx);
     const paging = { limit: ctx.query.limit as number, offset: ctx.query.offset as number };
-    return { status: 200, body: run(readStatements(ctx.shard), ctx.principal.orgId, id, Date.now(), paging) };
+    const subtrees = TableMemo.of<number[]>(ctx.shard, 'locations.subtrees', 'locations', 256);
+    return { status: 200, body: run(readStatements(ctx.shard), ctx.principal.orgId, id, Date.now(), paging, subtrees) };
   },
 });
 

@@ -1,4 +1,5 @@
 import type { Page } from '../masterdata/list.js';
+import type { TableMemo } from '../masterdata/tableMemo.js';
 import type { LocationView } from './schemas.js';
 import { MAX_DEPTH, type LocationRow, type LocationStatements, type TreeNode } from './store.js';
 import { toView } from './view.js';
@@ -68,10 +69,11 @@ export function preorder(rootId: number, nodes: TreeNode[]): TreeNode[] {
   return out;
 }
 
-export function descendants(stmts: LocationStatements, orgId: number, id: number, now: number, paging: Paging): Page<LocationView> {
-  const nodes = stmts.subtree.all({ org: orgId, id }) as TreeNode[];
-  const visible = preorder(id, nodes)
-    .filter((n) => isEffective(n, now))
-    .map((n) => n.id);
-  return page(stmts, orgId, visible, paging);
+/** The visible subtree is walked once and kept (TableMemo) until a location write or validity boundary: every page reuses it. */
+export function descendants(stmts: LocationStatements, orgId: number, id: number, now: number, paging: Paging, memo?: TableMemo<number[]>): Page<LocationView> {
+  const walk = () =>
+    preorder(id, stmts.subtree.all({ org: orgId, id }) as TreeNode[])
+      .filter((n) => isEffective(n, now))
+      .map((n) => n.id);
+  return page(stmts, orgId, memo === undefined ? walk() : memo.get(`${orgId} ${id}`, now, walk), paging);
 }

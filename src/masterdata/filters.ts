@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { pagingParams, type QuerySpec, type SortTerm } from '../http/query.js';
 import type { Shard } from '../shards/shard.js';
-import { CountCache } from './countCache.js';
+import { TableMemo } from './tableMemo.js';
 import { applyLiveness, likePattern, runList, type Page, type SortColumns } from './list.js';
 import type { KeyedTable } from './keys.js';
 import { tagsJsonColumn, type TagOwner } from './tags.js';
@@ -107,7 +107,7 @@ export function masterPage<Row extends MasterRow, View>(
   const { alias, query } = options;
   const { limit, offset, sort, ...filters } = query;
   registerLowerFunction(shard);
-  const counts = CountCache.of(shard, options.table);
+  const counts = TableMemo.of<number>(shard, `${options.table}.counts`, options.table, 10_000);
   // The page walks rows in sort order until offset + limit of the total matches are found: a fraction
   // (offset + limit) / total of the rows. Under an eighth, a tag lookup per walked row beats a scan of every tag.
   const walks = (sort as SortTerm[]).every((term) => options.indexedSorts.includes(term.field));
@@ -120,7 +120,8 @@ export function masterPage<Row extends MasterRow, View>(
     limit: limit as number,
     offset: offset as number,
     select: [`${alias}.id`],
-    count: (compute) => counts.count(options.orgId, filters, options.now, compute),
+    // Soft-deleted rows' validity boundaries are not tracked (TableMemo): include_deleted lists count each time.
+    count: (compute) => (filters.include_deleted === true ? compute() : counts.get(`${options.orgId} ${JSON.stringify(filters)}`, options.now, compute)),
     pageBase: (total) => (shortWalk(total) ? build('exists') : base),
   });
   if (page.length === 0) return { data: [], limit: limit as number, offset: offset as number, total_count: total };

@@ -31,11 +31,7 @@ export class Shard {
   private readonly locals = new Map<string, unknown>();
   private tail: Promise<unknown> = Promise.resolve();
   readonly readerStatements: StatementCache;
-  /**
-   * Bumped by every command that may change master data, in the same turn as its commit: a read
-   * cached at version N is current while this is still N (reads and commands share one thread).
-   */
-  masterDataVersion = 0;
+  /** Told of every master-data command in the same turn as its commit: caches of reads drop what it changed (reads and commands share one thread). */
   private readonly masterDataListeners: ((effects: 'any' | RowEffects) => void)[] = [];
 
   private constructor(
@@ -64,10 +60,7 @@ export class Shard {
       try {
         return command(this.writer);
       } finally {
-        if (effects !== 'scans') {
-          this.masterDataVersion++;
-          for (const listener of this.masterDataListeners) listener(effects);
-        }
+        if (effects !== 'scans') for (const listener of this.masterDataListeners) listener(effects);
       }
     });
     this.tail = run.catch(() => undefined);

@@ -1,0 +1,55 @@
+import type { Shard } from '../shards/shard.js';
+import type { KeyedTable } from './keys.js';
+
+/**
+ * Answers derived from one master-data table of a shard (list counts, subtree orders), each kept
+ * while it cannot change: until a write touches the table (the shard reports every master-data
+ * command in the same turn as its commit), and until the table's next validity boundary (a live
+ * row's valid_from or valid_to after the time of the first answer), where the currently-effective
+ * rule could let a row in or out. Computing these walks every matching row; they repeat per page.
+ */
+export class TableMemo<T> {
+  private readonly answers = new Map<string, T>();
+  private validFrom = 0;
+  private validUntil = -1;
+
+  private constructor(
+    private readonly shard: Shard,
+    private readonly table: KeyedTable,
+    private readonly maxEntries: number,
+  ) {}
+
+  /** The shard's memo named `name` over `table`, created on first use. */
+  static of<T>(shard: Shard, name: string, table: KeyedTable, maxEntries: number): TableMemo<T> {
+    return shard.local(`masterdata.memo.${name}`, (s) => {
+      const memo = new TableMemo<T>(s, table, maxEntries);
+      s.onMasterDataWrite((effects) => {
+        if (effects === 'any' || effects.table === table) memo.validUntil = -1;
+      });
+      return memo;
+    });
+  }
+
+  get(key: string, now: number, compute: () => T): T {
+    if (now >= this.validUntil || now < this.validFrom) {
+      this.answers.clear();
+      this.validFrom = now;
+      this.validUntil = this.nextBoundary(now);
+    }
+    let answer = this.answers.get(key);
+    if (answer === undefined) {
+      answer = compute();
+      if (this.answers.size >= this.maxEntries) this.answers.clear();
+      this.answers.set(key, answer);
+    }
+    return answer;
+  }
+
+  /** The first time after `now` at which a live row of any org on this shard becomes effective or stops being so. */
+  private nextBoundary(now: number): number {
+    const statements = this.shard.readerStatements;
+    const from = statements.get(`SELECT min(valid_from) FROM ${this.table} WHERE deleted_at IS NULL AND valid_from > ?`).pluck().get(now) as number | null;
+    const to = statements.get(`SELECT min(valid_to) FROM ${this.table} WHERE deleted_at IS NULL AND valid_to > ?`).pluck().get(now) as number | null;
+    return Math.min(from ?? Infinity, to ?? Infinity);
+  }
+}
