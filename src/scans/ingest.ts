@@ -47,6 +47,8 @@ interface InHand {
   items: SourcedScan[];
   labels: MetricLabels;
   labelKey: string;
+  /** Tag reads in `items`. */
+  reads: number;
 }
 
 interface RouteEntry {
@@ -250,9 +252,11 @@ class ScanConsumer implements ScanIngest {
     // others of the same message commit in the same transaction and are guarded by their event ids.
     const items = decoded.scans.map((scan, i) => ({ scan, stream: this.source.stream, seq: i === 0 ? seq : 0 }));
     if (lane.queue.length === 0) lane.since = performance.now();
-    lane.queue.push({ msg, orgToken: route.orgToken, items, labels, labelKey });
+    let reads = 0;
+    for (const s of decoded.scans) reads += s.reads.length;
+    lane.queue.push({ msg, orgToken: route.orgToken, items, labels, labelKey, reads });
     lane.scans += items.length;
-    for (const s of decoded.scans) lane.reads += s.reads.length;
+    lane.reads += reads;
     this.schedule(lane, false);
   }
 
@@ -322,7 +326,7 @@ class ScanConsumer implements ScanIngest {
         lane.queue.splice(0, batch.length);
         for (const b of batch) {
           lane.scans -= b.items.length;
-          for (const item of b.items) lane.reads -= item.scan.reads.length;
+          lane.reads -= b.reads;
         }
         // With a backlog, what is left gathers more before the next batch.
         if (this.backlog) break;
@@ -341,9 +345,7 @@ class ScanConsumer implements ScanIngest {
     let reads = 0;
     let n = 0;
     while (n < queue.length) {
-      const items = queue[n].items;
-      let r = 0;
-      for (const item of items) r += item.scan.reads.length;
+      const { items, reads: r } = queue[n];
       if (n > 0 && (scans + items.length > maxBatch || reads + r > maxBatchReads)) break;
       scans += items.length;
       reads += r;
