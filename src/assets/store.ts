@@ -1,5 +1,8 @@
 import { throwIfInvalid, type FieldError } from '../errors/catalog.js';
-import type { RowEffects, Shard } from '../shards/shard.js';
+import { shardCommand } from '../shards/commands.js';
+import type { RowEffects } from '../shards/generations.js';
+import type { Shard } from '../shards/shard.js';
+import type { ShardWriter } from '../shards/writer.js';
 import type { StatementCache } from '../storage/sqlite.js';
 import { takeReadOnlyEchoes } from '../masterdata/echo.js';
 import { applyMasterFilters, masterPage, type TagMatch } from '../masterdata/filters.js';
@@ -48,7 +51,7 @@ export function listAssets(shard: Shard, orgId: number, query: Record<string, un
 }
 
 /** Writer-side re-read after a write, in the same mailbox command. */
-function readWritten(shard: Shard, orgId: number, id: number): AssetView {
+function readWritten(shard: ShardWriter, orgId: number, id: number): AssetView {
   return toView(readRow(writerStatements(shard), orgId, id)!);
 }
 
@@ -63,9 +66,10 @@ export interface AssetCreateBody {
   tags?: TagRequestBody[];
 }
 
-export function createAsset(shard: Shard, orgId: number, body: AssetCreateBody): Promise<AssetView> {
-  return shard.write((db) =>
-    db.transaction(() => {
+const createCommand = shardCommand(
+  'assets.create',
+  (shard, { orgId, body }: { orgId: number; body: AssetCreateBody }): AssetView =>
+    shard.writer.transaction(() => {
       const now = Date.now();
       const validFrom = requestTime(body.valid_from) ?? now;
       const validTo = requestTime(body.valid_to) ?? null;
@@ -83,13 +87,17 @@ export function createAsset(shard: Shard, orgId: number, body: AssetCreateBody):
       insertTags(shard, orgId, ASSET_TAGS, id, body.tags ?? [], now);
       return readWritten(shard, orgId, id);
     })(),
-    { table: 'assets', ids: [] },
-  );
+  { table: 'assets', ids: [] },
+);
+
+export function createAsset(shard: Shard, orgId: number, body: AssetCreateBody): Promise<AssetView> {
+  return shard.send(createCommand, { orgId, body });
 }
 
 /** RFC 7396 merge patch of the writable fields, after the read-only echo rules; all-or-nothing. */
-export function patchAsset(shard: Shard, orgId: number, id: number, body: Record<string, unknown>): Promise<AssetView> {
-  return shard.write(() => {
+const patchCommand = shardCommand(
+  'assets.patch',
+  (shard, { orgId, id, body }: { orgId: number; id: number; body: Record<string, unknown> }): AssetView => {
     const row = readRow(writerStatements(shard), orgId, id);
     if (row === undefined) throw notFound('assets', id);
     const errors: FieldError[] = [];
@@ -113,17 +121,34 @@ export function patchAsset(shard: Shard, orgId: number, id: number, body: Record
         orgId,
       );
     return readWritten(shard, orgId, id);
-  }, assetRow(id));
+  },
+  ({ id }) => assetRow(id),
+);
+
+export function patchAsset(shard: Shard, orgId: number, id: number, body: Record<string, unknown>): Promise<AssetView> {
+  return shard.send(patchCommand, { orgId, id, body });
 }
 
-export function renameAsset(shard: Shard, orgId: number, id: number, externalKey: string): Promise<AssetView> {
-  return shard.write(() => {
+const renameCommand = shardCommand(
+  'assets.rename',
+  (shard, { orgId, id, externalKey }: { orgId: number; id: number; externalKey: string }): AssetView => {
     renameRow(shard, 'assets', orgId, id, externalKey, Date.now());
     return readWritten(shard, orgId, id);
-  }, assetRow(id));
+  },
+  ({ id }) => assetRow(id),
+);
+
+export function renameAsset(shard: Shard, orgId: number, id: number, externalKey: string): Promise<AssetView> {
+  return shard.send(renameCommand, { orgId, id, externalKey });
 }
 
+const deleteCommand = shardCommand(
+  'assets.delete',
+  (shard, { orgId, id }: { orgId: number; id: number }): void => softDeleteRow(shard, 'assets', orgId, id, Date.now()),
+  ({ id }) => assetRow(id),
+);
+
 export function deleteAsset(shard: Shard, orgId: number, id: number): Promise<void> {
-  return shard.write(() => softDeleteRow(shard, 'assets', orgId, id, Date.now()), assetRow(id));
+  return shard.send(deleteCommand, { orgId, id });
 }
 

@@ -1,54 +1,57 @@
-import type { RowEffects, Shard } from '../shards/shard.js';
+import type { RowStamp } from '../shards/generations.js';
+import type { Shard } from '../shards/shard.js';
 
 interface Entry {
   orgId: number;
   text: string;
+  stamp: RowStamp;
 }
 
 /**
- * Serialized 200 bodies of a shard's master-data reads by id (routes marked `cacheable`), each kept
- * until a write changes its row. Such a body depends on its row alone (no clock, no scans), and
- * every write goes through the shard's mailbox on this thread and reports what it changed in the
- * same turn as its commit: a write naming rows evicts those, any other master-data write evicts
- * everything. Bounded by the UTF-16 length of the bodies; the oldest entries go first.
+ * Serialized 200 bodies of a shard's master-data reads by id (routes marked `cacheable`), kept per
+ * thread. Such a body depends on its row alone (no clock, no scans). Each entry carries the shard's
+ * generation stamp of its row taken before the row was read; it is served only while the stamp is
+ * current, so a write answered on any thread (the actor bumps the row's counter before answering)
+ * is never hidden by an older body. Bounded by the UTF-16 length of the bodies; the oldest go first.
  */
 export class ResponseCache {
   private readonly entries = new Map<string, Entry>();
   private size = 0;
 
-  private constructor(private readonly maxChars: number) {}
+  private constructor(
+    private readonly shard: Shard,
+    private readonly maxChars: number,
+  ) {}
 
   static of(shard: Shard, maxBytes: number): ResponseCache {
-    return shard.local('http.responseCache', (s) => {
-      const cache = new ResponseCache(maxBytes / 2);
-      s.onMasterDataWrite((effects) => cache.evict(effects));
-      return cache;
-    });
+    return shard.local('http.responseCache', (s) => new ResponseCache(s, maxBytes / 2));
+  }
+
+  /** The stamp to file an answer under: take it before reading the row. */
+  stamp(table: string, id: number): RowStamp {
+    return this.shard.generations.rowStamp(table, id);
   }
 
   get(orgId: number, table: string, id: number): string | undefined {
-    const entry = this.entries.get(`${table} ${id}`);
-    return entry !== undefined && entry.orgId === orgId ? entry.text : undefined;
+    const key = `${table} ${id}`;
+    const entry = this.entries.get(key);
+    if (entry === undefined || entry.orgId !== orgId) return undefined;
+    if (!this.shard.generations.rowCurrent(table, id, entry.stamp)) {
+      this.delete(key);
+      return undefined;
+    }
+    return entry.text;
   }
 
-  set(orgId: number, table: string, id: number, text: string): void {
+  set(orgId: number, table: string, id: number, text: string, stamp: RowStamp): void {
     if (text.length > this.maxChars) return;
     const key = `${table} ${id}`;
     this.delete(key);
-    this.entries.set(key, { orgId, text });
+    this.entries.set(key, { orgId, text, stamp });
     this.size += text.length;
     for (const oldest of this.entries.keys()) {
       if (this.size <= this.maxChars) break;
       this.delete(oldest);
-    }
-  }
-
-  private evict(effects: 'any' | RowEffects): void {
-    if (effects === 'any') {
-      this.entries.clear();
-      this.size = 0;
-    } else {
-      for (const id of effects.ids) this.delete(`${effects.table} ${id}`);
     }
   }
 

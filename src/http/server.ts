@@ -15,6 +15,7 @@ import { Router, type Method } from './router.js';
 import { parsePathId, parseQuery } from './query.js';
 import { compileValidator, type BodyValidator } from './validation.js';
 import { ResponseCache } from './responseCache.js';
+import type { RowStamp } from '../shards/generations.js';
 import { findDuplicateKey, hasLoneSurrogate } from './json.js';
 import type { Reply, RequestContext, Route } from './route.js';
 
@@ -312,9 +313,11 @@ export class HttpServer {
           ? ResponseCache.of(shard, this.options.responseCacheBytes)
           : undefined;
       const cachedId = cache === undefined ? 0 : params[compiled.paramNames[0]];
+      let stamp: RowStamp | undefined;
       if (cache !== undefined) {
         const text = cache.get(principal!.orgId, route.cacheable!, cachedId);
         if (text !== undefined) return this.send(p, { status: 200, text }, isHead);
+        stamp = cache.stamp(route.cacheable!, cachedId);
       }
       const ctx: RequestContext = {
         requestId: p.requestId,
@@ -329,9 +332,8 @@ export class HttpServer {
       let reply = route.handler(ctx);
       if (reply instanceof Promise) reply = await reply;
       else if (cache !== undefined && reply.status === 200 && reply.text === undefined && reply.headers === undefined) {
-        // Only a synchronous answer is cached: nothing can have been written between its read and now.
         reply = { status: 200, text: JSON.stringify(reply.body) };
-        cache.set(principal!.orgId, route.cacheable!, cachedId, reply.text!);
+        cache.set(principal!.orgId, route.cacheable!, cachedId, reply.text!, stamp!);
       }
       this.send(p, reply, isHead);
     } catch (err) {

@@ -6,6 +6,7 @@ import { checkValidityWindow, nextUpdatedAt, requestTime } from '../masterdata/r
 import { insertTags, parseTagsJson, type TagOwner, type TagRequestBody } from '../masterdata/tags.js';
 import { hasLiveAssetsAt } from '../scans/placement.js';
 import type { Route } from '../http/route.js';
+import { shardCommand } from '../shards/commands.js';
 import type { Shard } from '../shards/shard.js';
 import { assertNoCycle, resolveParent } from './parent.js';
 import type { LocationView } from './schemas.js';
@@ -28,9 +29,15 @@ function liveRow(stmts: LocationStatements, orgId: number, id: number): Location
 
 const written = (stmts: LocationStatements, orgId: number, id: number) => toView(stmts.byId.get(orgId, id) as LocationRow);
 
-export function createLocation(shard: Shard, orgId: number, body: Record<string, unknown>): Promise<LocationView> {
-  return shard.write((db) =>
-    db.transaction(() => {
+interface BodyArgs {
+  orgId: number;
+  body: Record<string, unknown>;
+}
+
+const createCommand = shardCommand(
+  'locations.create',
+  (shard, { orgId, body }: BodyArgs): LocationView =>
+    shard.writer.transaction(() => {
       const stmts = writeStatements(shard);
       const now = Date.now();
       const errors: FieldError[] = [];
@@ -62,7 +69,11 @@ export function createLocation(shard: Shard, orgId: number, body: Record<string,
       insertTags(shard, orgId, LOCATION_TAGS, id, (body.tags as TagRequestBody[] | undefined) ?? [], now);
       return written(stmts, orgId, id);
     })(),
-  );
+  'any',
+);
+
+export function createLocation(shard: Shard, orgId: number, body: Record<string, unknown>): Promise<LocationView> {
+  return shard.send(createCommand, { orgId, body });
 }
 
 /**
@@ -98,9 +109,10 @@ export const patchDataErrors: NonNullable<NonNullable<Route['body']>['resolve']>
 };
 
 /** RFC 7396 merge patch of the writable fields, after the read-only echo and parent rules; all-or-nothing. */
-export function patchLocation(shard: Shard, orgId: number, id: number, body: Record<string, unknown>): Promise<LocationView> {
-  return shard.write((db) =>
-    db.transaction(() => {
+const patchCommand = shardCommand(
+  'locations.patch',
+  (shard, { orgId, id, body }: BodyArgs & { id: number }): LocationView =>
+    shard.writer.transaction(() => {
       const stmts = writeStatements(shard);
       const row = liveRow(stmts, orgId, id);
       const errors: FieldError[] = [];
@@ -127,13 +139,18 @@ export function patchLocation(shard: Shard, orgId: number, id: number, body: Rec
         );
       return written(stmts, orgId, id);
     })(),
-  );
+  'any',
+);
+
+export function patchLocation(shard: Shard, orgId: number, id: number, body: Record<string, unknown>): Promise<LocationView> {
+  return shard.send(patchCommand, { orgId, id, body });
 }
 
 /** Soft-deletes a leaf: live descendants are checked first, then live assets placed at it. */
-export function deleteLocation(shard: Shard, orgId: number, id: number): Promise<void> {
-  return shard.write((db) =>
-    db.transaction(() => {
+const deleteCommand = shardCommand(
+  'locations.delete',
+  (shard, { orgId, id }: { orgId: number; id: number }): void =>
+    shard.writer.transaction(() => {
       const stmts = writeStatements(shard);
       liveRow(stmts, orgId, id);
       // Any live descendant implies a live child: a location with live children cannot be deleted,
@@ -141,12 +158,16 @@ export function deleteLocation(shard: Shard, orgId: number, id: number): Promise
       if (stmts.hasLiveChild.get(orgId, id) === 1) {
         throw ApiError.conflict('location has descendant locations; delete or move them first, cascade is not supported');
       }
-      if (hasLiveAssetsAt(db, orgId, id)) {
+      if (hasLiveAssetsAt(shard.writer, orgId, id)) {
         throw ApiError.conflict('location has assets placed at it; they stay until scanned elsewhere or deleted, cascade is not supported');
       }
       softDeleteRow(shard, 'locations', orgId, id, Date.now());
     })(),
-  );
+  'any',
+);
+
+export function deleteLocation(shard: Shard, orgId: number, id: number): Promise<void> {
+  return shard.send(deleteCommand, { orgId, id });
 }
 
 export interface RenameOutcome {
@@ -154,11 +175,17 @@ export interface RenameOutcome {
   descendant_count_affected: number;
 }
 
-export function renameLocation(shard: Shard, orgId: number, id: number, key: string): Promise<RenameOutcome> {
-  return shard.write(() => {
+const renameCommand = shardCommand(
+  'locations.rename',
+  (shard, { orgId, id, key }: { orgId: number; id: number; key: string }): RenameOutcome => {
     const stmts = writeStatements(shard);
     const changed = renameRow(shard, 'locations', orgId, id, key, Date.now());
     const count = changed ? (stmts.liveDescendantCount.get({ org: orgId, id }) as number) : 0;
     return { data: written(stmts, orgId, id), descendant_count_affected: count };
-  });
+  },
+  'any',
+);
+
+export function renameLocation(shard: Shard, orgId: number, id: number, key: string): Promise<RenameOutcome> {
+  return shard.send(renameCommand, { orgId, id, key });
 }

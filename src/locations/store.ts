@@ -1,5 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { Shard } from '../shards/shard.js';
+import type { ShardWriter } from '../shards/writer.js';
 import { tagsJsonColumn } from '../masterdata/tags.js';
 import { masterColumns, type MasterRow } from '../masterdata/view.js';
 import type { Db } from '../storage/sqlite.js';
@@ -124,8 +125,8 @@ export function readStatements(shard: Shard): LocationStatements {
   return shard.local('locations.read', (s) => new LocationStatements(s.reader));
 }
 
-/** Statements on the writer connection, for use inside `shard.write` commands only. */
-export function writeStatements(shard: Shard): LocationStatements {
+/** Statements on the writer connection, for use inside shard commands only. */
+export function writeStatements(shard: ShardWriter): LocationStatements {
   return shard.local('locations.write', (s) => new LocationStatements(s.writer));
 }
 

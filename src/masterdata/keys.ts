@@ -1,4 +1,4 @@
-import type { Shard } from '../shards/shard.js';
+import type { ShardWriter } from '../shards/writer.js';
 import { StatementCache } from '../storage/sqlite.js';
 
 /** Master-data tables that carry an external_key (interface 2.1). */
@@ -21,8 +21,8 @@ export function slotOf(table: KeyedTable, key: string): number | undefined {
   return n >= 1 && slotKey(table, n) === key ? n : undefined;
 }
 
-/** Statements on the shard's writer connection (used only inside `shard.write`), cached by SQL text. */
-export function writerStatements(shard: Shard): StatementCache {
+/** Statements on the shard's writer connection (used only inside shard commands), cached by SQL text. */
+export function writerStatements(shard: ShardWriter): StatementCache {
   return shard.local('masterdata.writerStatements', (s) => new StatementCache(s.writer));
 }
 
@@ -30,21 +30,21 @@ export function writerStatements(shard: Shard): StatementCache {
  * Per org and table, a slot number below which every slot is known to be held by a live row.
  * It only ever errs low: minting probes upward from it, and freeing a slot (delete, rename) lowers it.
  */
-function slotFloors(shard: Shard): Map<string, number> {
+function slotFloors(shard: ShardWriter): Map<string, number> {
   return shard.local('masterdata.slotFloors', () => new Map<string, number>());
 }
 
 /** True when a live row of the organization holds `key` (optionally other than row `exceptId`). */
-export function keyTaken(shard: Shard, table: KeyedTable, orgId: number, key: string, exceptId = 0): boolean {
+export function keyTaken(shard: ShardWriter, table: KeyedTable, orgId: number, key: string, exceptId = 0): boolean {
   const sql = `SELECT 1 FROM ${table} WHERE org_id = ? AND external_key = ? AND deleted_at IS NULL AND id <> ?`;
   return writerStatements(shard).get(sql).get(orgId, key, exceptId) !== undefined;
 }
 
 /**
  * The lowest unused slot key among live rows (not a counter). Must run inside the shard mailbox
- * (`shard.write`), which serialises every write of the shard: concurrent creates cannot mint the same slot.
+ * (a shard command), which serialises every write of the shard: concurrent creates cannot mint the same slot.
  */
-export function mintExternalKey(shard: Shard, table: KeyedTable, orgId: number): string {
+export function mintExternalKey(shard: ShardWriter, table: KeyedTable, orgId: number): string {
   const floors = slotFloors(shard);
   const floorKey = `${table}:${orgId}`;
   let n = floors.get(floorKey) ?? 1;
@@ -55,7 +55,7 @@ export function mintExternalKey(shard: Shard, table: KeyedTable, orgId: number):
 }
 
 /** Call when a live row stops holding `key` (soft delete, rename): its slot may be minted again. */
-export function releaseKeySlot(shard: Shard, table: KeyedTable, orgId: number, key: string): void {
+export function releaseKeySlot(shard: ShardWriter, table: KeyedTable, orgId: number, key: string): void {
   const n = slotOf(table, key);
   if (n === undefined) return;
   const floors = slotFloors(shard);

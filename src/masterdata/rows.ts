@@ -1,5 +1,5 @@
 import { ApiError } from '../errors/catalog.js';
-import type { Shard } from '../shards/shard.js';
+import type { ShardWriter } from '../shards/writer.js';
 import { keyTaken, mintExternalKey, releaseKeySlot, writerStatements, type KeyedTable } from './keys.js';
 import { nextUpdatedAt } from './rules.js';
 
@@ -15,12 +15,12 @@ export function keyConflict(table: KeyedTable, key: string): ApiError {
 }
 
 /** 409 unless `key` is free among the organization's live rows (other than `exceptId`). Writer side. */
-export function assertKeyFree(shard: Shard, table: KeyedTable, orgId: number, key: string, exceptId = 0): void {
+export function assertKeyFree(shard: ShardWriter, table: KeyedTable, orgId: number, key: string, exceptId = 0): void {
   if (keyTaken(shard, table, orgId, key, exceptId)) throw keyConflict(table, key);
 }
 
 /** The key a create stores: the caller's (409 when a live row holds it) or the lowest free minted slot. */
-export function claimExternalKey(shard: Shard, table: KeyedTable, orgId: number, requested: string | undefined): string {
+export function claimExternalKey(shard: ShardWriter, table: KeyedTable, orgId: number, requested: string | undefined): string {
   if (requested === undefined) return mintExternalKey(shard, table, orgId);
   assertKeyFree(shard, table, orgId, requested);
   return requested;
@@ -33,7 +33,7 @@ export interface LiveKeyRow {
 }
 
 /** The live row's key and updated_at, or 404 (missing, soft-deleted or another organization's). Writer side. */
-export function liveRowForWrite(shard: Shard, table: KeyedTable, orgId: number, id: number): LiveKeyRow {
+export function liveRowForWrite(shard: ShardWriter, table: KeyedTable, orgId: number, id: number): LiveKeyRow {
   const sql = `SELECT id, external_key, updated_at FROM ${table} WHERE id = ? AND org_id = ? AND deleted_at IS NULL`;
   const row = writerStatements(shard).get(sql).get(id, orgId) as LiveKeyRow | undefined;
   if (row === undefined) throw notFound(table, id);
@@ -42,9 +42,9 @@ export function liveRowForWrite(shard: Shard, table: KeyedTable, orgId: number, 
 
 /**
  * Renames a live row (interface 4.4/4.5 rename): the same key is a no-op (updated_at unchanged);
- * a key held by another live row is 409. Writer side, inside `shard.write`. Returns whether it changed.
+ * a key held by another live row is 409. Writer side, inside a shard command. Returns whether it changed.
  */
-export function renameRow(shard: Shard, table: KeyedTable, orgId: number, id: number, newKey: string, now: number): boolean {
+export function renameRow(shard: ShardWriter, table: KeyedTable, orgId: number, id: number, newKey: string, now: number): boolean {
   const row = liveRowForWrite(shard, table, orgId, id);
   if (row.external_key === newKey) return false;
   assertKeyFree(shard, table, orgId, newKey, id);
@@ -54,8 +54,8 @@ export function renameRow(shard: Shard, table: KeyedTable, orgId: number, id: nu
   return true;
 }
 
-/** Soft-deletes a live row (frees its key); 404 when it is not live. Writer side, inside `shard.write`. */
-export function softDeleteRow(shard: Shard, table: KeyedTable, orgId: number, id: number, now: number): void {
+/** Soft-deletes a live row (frees its key); 404 when it is not live. Writer side, inside a shard command. */
+export function softDeleteRow(shard: ShardWriter, table: KeyedTable, orgId: number, id: number, now: number): void {
   const row = liveRowForWrite(shard, table, orgId, id);
   writerStatements(shard).get(`UPDATE ${table} SET deleted_at = ? WHERE id = ? AND org_id = ?`).run(now, id, orgId);
   releaseKeySlot(shard, table, orgId, row.external_key);

@@ -1,10 +1,11 @@
+import type { TableStamp } from '../shards/generations.js';
 import type { Shard } from '../shards/shard.js';
 import type { KeyedTable } from './keys.js';
 
 /**
  * Answers derived from one master-data table of a shard (list counts, subtree orders), each kept
- * while it cannot change: until a write touches the table (the shard reports every master-data
- * command in the same turn as its commit), and until the table's next validity boundary (a live
+ * while it cannot change: until a write touches the table (the shard's actor bumps the table's
+ * generation counter, shared by every thread, before it answers), and until the table's next validity boundary (a live
  * row's valid_from or valid_to after the time of the first answer), where the currently-effective
  * rule could let a row in or out. Computing these walks every matching row; they repeat per page.
  */
@@ -12,6 +13,7 @@ export class TableMemo<T> {
   private readonly answers = new Map<string, T>();
   private validFrom = 0;
   private validUntil = -1;
+  private stamp: TableStamp = { any: 0, table: 0 };
 
   private constructor(
     private readonly shard: Shard,
@@ -19,20 +21,17 @@ export class TableMemo<T> {
     private readonly maxEntries: number,
   ) {}
 
-  /** The shard's memo named `name` over `table`, created on first use. */
+  /** The shard's memo named `name` over `table` on this thread, created on first use. */
   static of<T>(shard: Shard, name: string, table: KeyedTable, maxEntries: number): TableMemo<T> {
-    return shard.local(`masterdata.memo.${name}`, (s) => {
-      const memo = new TableMemo<T>(s, table, maxEntries);
-      s.onMasterDataWrite((effects) => {
-        if (effects === 'any' || effects.table === table) memo.validUntil = -1;
-      });
-      return memo;
-    });
+    return shard.local(`masterdata.memo.${name}`, (s) => new TableMemo<T>(s, table, maxEntries));
   }
 
   get(key: string, now: number, compute: () => T): T {
-    if (now >= this.validUntil || now < this.validFrom) {
+    // The stamp is taken before any read: a write committed during `compute` leaves it stale.
+    const generations = this.shard.generations;
+    if (now >= this.validUntil || now < this.validFrom || !generations.tableCurrent(this.table, this.stamp)) {
       this.answers.clear();
+      this.stamp = generations.tableStamp(this.table);
       this.validFrom = now;
       this.validUntil = this.nextBoundary(now);
     }

@@ -2,7 +2,10 @@ import { Type } from '@sinclair/typebox';
 import { ApiError, fieldError, type FieldError } from '../errors/catalog.js';
 import type { Route } from '../http/route.js';
 import { jsonTypeOf } from '../http/validation.js';
-import type { RowEffects, Shard } from '../shards/shard.js';
+import { shardCommand } from '../shards/commands.js';
+import type { RowEffects } from '../shards/generations.js';
+import type { Shard } from '../shards/shard.js';
+import type { ShardWriter } from '../shards/writer.js';
 import { DataEnvelope, TAG_TYPES, TagValue, TagView } from './fields.js';
 import { writerStatements, type KeyedTable } from './keys.js';
 
@@ -82,10 +85,10 @@ function tagConflict(tag: TagRequestBody): ApiError {
 }
 
 /**
- * Inserts tags for a live owner row. Writer side only (inside `shard.write`, in the caller's
+ * Inserts tags for a live owner row. Writer side only (inside a shard command, in the caller's
  * transaction): (tag_type, value) must be unique per organization among live tags, else 409.
  */
-export function insertTags(shard: Shard, orgId: number, owner: TagOwner, ownerId: number, tags: TagRequestBody[], now: number): TagView[] {
+export function insertTags(shard: ShardWriter, orgId: number, owner: TagOwner, ownerId: number, tags: TagRequestBody[], now: number): TagView[] {
   const statements = writerStatements(shard);
   const taken = statements.get('SELECT 1 FROM tags WHERE org_id = ? AND tag_type = ? AND value = ? AND deleted_at IS NULL');
   const insert = statements.get(`INSERT INTO tags (id, org_id, tag_type, value, ${owner.column}, created_at) VALUES (?, ?, ?, ?, ?, ?)`);
@@ -99,7 +102,7 @@ export function insertTags(shard: Shard, orgId: number, owner: TagOwner, ownerId
   return views;
 }
 
-function ownerIsLive(shard: Shard, owner: TagOwner, orgId: number, ownerId: number): boolean {
+function ownerIsLive(shard: ShardWriter, owner: TagOwner, orgId: number, ownerId: number): boolean {
   const sql = `SELECT 1 FROM ${owner.table} WHERE id = ? AND org_id = ? AND deleted_at IS NULL`;
   return writerStatements(shard).get(sql).get(ownerId, orgId) !== undefined;
 }
@@ -110,24 +113,40 @@ function ownerRow(owner: TagOwner, ownerId: number): RowEffects {
 }
 
 /** Attaches one tag to a live owner; 404 when the owner is missing, soft-deleted or another org's. */
-export function attachTag(shard: Shard, orgId: number, owner: TagOwner, ownerId: number, tag: TagRequestBody): Promise<TagView> {
-  return shard.write((db) =>
-    db.transaction(() => {
+interface OwnerArgs {
+  orgId: number;
+  owner: TagOwner;
+  ownerId: number;
+}
+
+const attachCommand = shardCommand(
+  'tags.attach',
+  (shard, { orgId, owner, ownerId, tag }: OwnerArgs & { tag: TagRequestBody }): TagView =>
+    shard.writer.transaction(() => {
       if (!ownerIsLive(shard, owner, orgId, ownerId)) throw ApiError.notFound(`${owner.noun} ${ownerId} not found`);
       return insertTags(shard, orgId, owner, ownerId, [tag], Date.now())[0];
     })(),
-    ownerRow(owner, ownerId),
-  );
+  ({ owner, ownerId }) => ownerRow(owner, ownerId),
+);
+
+export function attachTag(shard: Shard, orgId: number, owner: TagOwner, ownerId: number, tag: TagRequestBody): Promise<TagView> {
+  return shard.send(attachCommand, { orgId, owner, ownerId, tag });
 }
 
 /** Detaches (soft-deletes) a live tag of a live owner; 404 for a repeat, another owner's or org's tag. */
-export function detachTag(shard: Shard, orgId: number, owner: TagOwner, ownerId: number, tagId: number): Promise<void> {
-  return shard.write(() => {
+const detachCommand = shardCommand(
+  'tags.detach',
+  (shard, { orgId, owner, ownerId, tagId }: OwnerArgs & { tagId: number }): void => {
     if (!ownerIsLive(shard, owner, orgId, ownerId)) throw ApiError.notFound(`${owner.noun} ${ownerId} not found`);
     const sql = `UPDATE tags SET deleted_at = ? WHERE id = ? AND org_id = ? AND ${owner.column} = ? AND deleted_at IS NULL`;
     const result = writerStatements(shard).get(sql).run(Date.now(), tagId, orgId, ownerId);
     if (result.changes === 0) throw ApiError.notFound(`tag ${tagId} is not attached to ${owner.noun} ${ownerId}`);
-  }, ownerRow(owner, ownerId));
+  },
+  ({ owner, ownerId }) => ownerRow(owner, ownerId),
+);
+
+export function detachTag(shard: Shard, orgId: number, owner: TagOwner, ownerId: number, tagId: number): Promise<void> {
+  return shard.send(detachCommand, { orgId, owner, ownerId, tagId });
 }
 
 const capitalized = (s: string) => s[0].toUpperCase() + s.slice(1);

@@ -1,6 +1,8 @@
 import type Database from 'better-sqlite3';
 import { TAG_TYPES } from '../masterdata/fields.js';
+import { shardCommand } from '../shards/commands.js';
 import type { Shard } from '../shards/shard.js';
+import type { ShardWriter } from '../shards/writer.js';
 import type { Db } from '../storage/sqlite.js';
 import { describeLocation, type CanonicalScan, type LocationRef, type SourcedScan } from './canonical.js';
 
@@ -380,7 +382,7 @@ function remember(cache: Map<string, number> | Set<string>, key: string, value: 
   else cache.add(key);
 }
 
-function storeOf(shard: Shard): ScanStore {
+function storeOf(shard: ShardWriter): ScanStore {
   return shard.local('scans', (s) => new ScanStore(s.writer));
 }
 
@@ -389,13 +391,26 @@ function storeOf(shard: Shard): ScanStore {
  * Every scan source (SCANS consumer, reader adapters, benchmarks) feeds this function; the caller
  * acks its messages only after the returned promise resolves.
  */
+const applyCommand = shardCommand(
+  'scans.apply',
+  (shard, { items, options }: { items: SourcedScan[]; options: ApplyOptions }): ScanOutcome[] => storeOf(shard).applyBatch(items, options),
+  'scans',
+);
+
 export function applyScanBatch(shard: Shard, items: SourcedScan[], options: ApplyOptions): Promise<ScanOutcome[]> {
-  return shard.write(() => storeOf(shard).applyBatch(items, options), 'scans');
+  // No deadline: the consumer acks only after the answer, so a slow batch is waited for, never dropped.
+  return shard.send(applyCommand, { items, options }, {});
 }
+
+const bindCommand = shardCommand(
+  'scans.bindStream',
+  (shard, { stream, created }: { stream: string; created: string }): void => storeOf(shard).bindStream(stream, created),
+  'scans',
+);
 
 /** Binds the shard's applied sequence to a stream incarnation (its creation time). */
 export function bindStream(shard: Shard, stream: string, created: string): Promise<void> {
-  return shard.write(() => storeOf(shard).bindStream(stream, created), 'scans');
+  return shard.send(bindCommand, { stream, created }, {});
 }
 
 export type { CanonicalScan };

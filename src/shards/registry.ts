@@ -1,9 +1,25 @@
 import type { ControlPlane } from '../control/controlPlane.js';
+import { ShardGenerations } from './generations.js';
+import { LocalMailbox, type Mailbox } from './mailbox.js';
 import { Shard } from './shard.js';
+import { ShardWriter } from './writer.js';
+
+/** How a thread reaches the actor of shard `index`: its mailbox and its generation counters. */
+export type ActorLink = (index: number) => Promise<{ mailbox: Mailbox; generations: ShardGenerations }>;
+
+/** The actor runs on the calling thread (tools, in-process benchmarks). */
+export function inThreadActors(dataDir: string, control: ControlPlane): ActorLink {
+  return async (index) => {
+    const generations = new ShardGenerations();
+    const writer = await ShardWriter.open(dataDir, index, control, generations);
+    return { mailbox: new LocalMailbox(writer), generations };
+  };
+}
 
 /**
  * Maps organizations to their shard (the mapping recorded in the control plane at org creation)
- * and opens each shard once; concurrent first calls share the opening promise.
+ * and opens each shard once on this thread (a reader connection plus the link to its actor);
+ * concurrent first calls share the opening promise.
  */
 export class ShardRegistry {
   private readonly shards = new Map<number, Shard>();
@@ -13,14 +29,12 @@ export class ShardRegistry {
   constructor(
     private readonly dataDir: string,
     private readonly control: ControlPlane,
+    private readonly link: ActorLink = inThreadActors(dataDir, control),
   ) {}
 
   /** Opens shards 0..count-1 and every shard an existing org is recorded on. */
   async openAll(count: number): Promise<void> {
-    const indexes = new Set<number>();
-    for (let i = 0; i < count; i++) indexes.add(i);
-    for (const org of this.control.listOrgs()) indexes.add(org.shard);
-    await Promise.all([...indexes].map((i) => this.open(i)));
+    await Promise.all([...shardIndexes(this.control, count)].map((i) => this.open(i)));
   }
 
   open(index: number): Promise<Shard> {
@@ -28,7 +42,8 @@ export class ShardRegistry {
     if (ready) return Promise.resolve(ready);
     let pending = this.opening.get(index);
     if (pending === undefined) {
-      pending = Shard.open(this.dataDir, index, this.control).then((shard) => {
+      pending = this.link(index).then(({ mailbox, generations }) => {
+        const shard = Shard.openReader(this.dataDir, index, mailbox, generations);
         this.shards.set(index, shard);
         this.opening.delete(index);
         return shard;
@@ -64,4 +79,12 @@ export class ShardRegistry {
     await Promise.all(this.all().map((s) => s.close()));
     this.shards.clear();
   }
+}
+
+/** Shards 0..count-1 and every shard an existing org is recorded on. */
+export function shardIndexes(control: ControlPlane, count: number): Set<number> {
+  const indexes = new Set<number>();
+  for (let i = 0; i < count; i++) indexes.add(i);
+  for (const org of control.listOrgs()) indexes.add(org.shard);
+  return indexes;
 }

@@ -1,0 +1,6 @@
+// Every module that defines shard commands: the shard worker loads this so that each command name it
+// may receive is registered in its own thread.
+import '../assets/store.js';
+import '../locations/commands.js';
+import '../masterdata/tags.js';
+import '../scans/apply.js';

@@ -1,0 +1,27 @@
+import type { WriteEffects } from './generations.js';
+import type { ShardWriter } from './writer.js';
+
+/**
+ * A command of a shard actor: a name, a function run by the shard's writer with structured
+ * arguments (cloned across the mailbox, never a closure), and what its commit changes for the caches
+ * of reads, derived from the arguments in one place per command instead of at every call site.
+ */
+export interface ShardCommand<A, R> {
+  readonly name: string;
+  run(writer: ShardWriter, args: A): R;
+  effects(args: A, result: R): WriteEffects;
+}
+
+const registry = new Map<string, ShardCommand<unknown, unknown>>();
+
+/** Defines (and registers, by name) a command; the module defining it must be loaded by the shard worker (see commandIndex). */
+export function shardCommand<A, R>(name: string, run: (writer: ShardWriter, args: A) => R, effects: WriteEffects | ((args: A, result: R) => WriteEffects)): ShardCommand<A, R> {
+  if (registry.has(name)) throw new Error(`shard command ${name} defined twice`);
+  const command: ShardCommand<A, R> = { name, run, effects: typeof effects === 'function' ? effects : () => effects };
+  registry.set(name, command as ShardCommand<unknown, unknown>);
+  return command;
+}
+
+export function commandNamed(name: string): ShardCommand<unknown, unknown> | undefined {
+  return registry.get(name);
+}

@@ -1,0 +1,110 @@
+import type { MessagePort } from 'node:worker_threads';
+import { ApiError, type ErrorType, type FieldError } from '../errors/catalog.js';
+import type { ShardCommand } from './commands.js';
+import type { ShardWriter } from './writer.js';
+
+/** One command on its way to a shard actor: plain data, so that it can cross a thread (and later a network). */
+export interface CommandMessage {
+  id: number;
+  name: string;
+  args: unknown;
+  /** Epoch ms after which the actor refuses to start the command (503, nothing changed). */
+  deadline?: number;
+}
+
+export type CommandAnswer = { id: number; value: unknown; error?: undefined } | { id: number; error: EncodedError };
+
+type EncodedError =
+  | { api: { type: ErrorType; detail: string; fields?: FieldError[]; headers?: Record<string, string> } }
+  | { message: string; name: string; code?: string; stack?: string };
+
+export function encodeError(err: unknown): EncodedError {
+  if (err instanceof ApiError) return { api: { type: err.type, detail: err.detail, fields: err.fields, headers: err.headers } };
+  const e = err as { message?: unknown; name?: unknown; code?: unknown; stack?: unknown } | null;
+  return {
+    message: String(e?.message ?? err),
+    name: typeof e?.name === 'string' ? e.name : 'Error',
+    code: typeof e?.code === 'string' ? e.code : undefined,
+    stack: typeof e?.stack === 'string' ? e.stack : undefined,
+  };
+}
+
+/** The error a command threw in the actor, rebuilt on the caller's side (ApiError keeps its type; storage errors keep their code). */
+export function decodeError(encoded: EncodedError): Error {
+  if ('api' in encoded) return new ApiError(encoded.api.type, encoded.api.detail, { fields: encoded.api.fields, headers: encoded.api.headers });
+  const err = new Error(encoded.message) as Error & { code?: string };
+  err.name = encoded.name;
+  if (encoded.code !== undefined) err.code = encoded.code;
+  if (encoded.stack !== undefined) err.stack = encoded.stack;
+  return err;
+}
+
+/** How callers reach a shard actor; commands keep their order per mailbox and are answered after their commit. */
+export interface Mailbox {
+  send<A, R>(command: ShardCommand<A, R>, args: A, options?: { deadlineMs?: number }): Promise<R>;
+  close(): Promise<void>;
+}
+
+interface Waiting {
+  resolve(value: unknown): void;
+  reject(err: Error): void;
+}
+
+/** A mailbox over a MessagePort to the actor's thread. */
+export class PortMailbox implements Mailbox {
+  private readonly waiting = new Map<number, Waiting>();
+  private nextId = 1;
+
+  constructor(private readonly port: MessagePort) {
+    port.on('message', (answer: CommandAnswer) => {
+      const w = this.waiting.get(answer.id);
+      if (w === undefined) return;
+      this.waiting.delete(answer.id);
+      if (answer.error !== undefined) w.reject(decodeError(answer.error));
+      else w.resolve(answer.value);
+    });
+    port.unref();
+  }
+
+  send<A, R>(command: ShardCommand<A, R>, args: A, options: { deadlineMs?: number } = {}): Promise<R> {
+    const id = this.nextId++;
+    const message: CommandMessage = { id, name: command.name, args, deadline: options.deadlineMs === undefined ? undefined : Date.now() + options.deadlineMs };
+    return new Promise<R>((resolve, reject) => {
+      this.waiting.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      this.port.postMessage(message);
+    });
+  }
+
+  async close(): Promise<void> {
+    for (const w of this.waiting.values()) w.reject(new ApiError('service_unavailable', 'The shard is shutting down'));
+    this.waiting.clear();
+    this.port.close();
+  }
+}
+
+/**
+ * A mailbox whose actor runs on the caller's thread (tools and in-process benchmarks): the same
+ * messages and answers, cloned as a port would, one command at a time in arrival order.
+ */
+export class LocalMailbox implements Mailbox {
+  private tail: Promise<unknown> = Promise.resolve();
+  private nextId = 1;
+
+  constructor(readonly writer: ShardWriter) {}
+
+  send<A, R>(command: ShardCommand<A, R>, args: A, options: { deadlineMs?: number } = {}): Promise<R> {
+    const message: CommandMessage = { id: this.nextId++, name: command.name, args: structuredClone(args), deadline: options.deadlineMs === undefined ? undefined : Date.now() + options.deadlineMs };
+    const run = this.tail.then(() => {
+      const answer = this.writer.execute(message);
+      if (answer.error !== undefined) throw decodeError(answer.error);
+      return answer.value as R;
+    });
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  async close(): Promise<void> {
+    await this.tail;
+    this.writer.close();
+  }
+}
