@@ -14,6 +14,7 @@ export const ConfigSchema = Type.Object({
   MQTT_PORT: Type.Optional(IntString(0, 65535)),
   TRACKD_ENV: Type.Union([Type.Literal('preview'), Type.Literal('production')]),
   SHARDS: IntString(1, 256),
+  HTTP_THREADS: IntString(1, 256),
   RATE_LIMIT_PER_MIN: IntString(1, 100_000_000),
   LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
   HISTORY_GAP_SECONDS: IntString(0, 31_536_000),
@@ -31,6 +32,7 @@ const DEFAULTS: Record<string, string> = {
   DATA_DIR: './data',
   TRACKD_ENV: 'preview',
   SHARDS: String(os.availableParallelism?.() ?? os.cpus().length),
+  HTTP_THREADS: String(os.availableParallelism?.() ?? os.cpus().length),
   RATE_LIMIT_PER_MIN: '6000',
   LOG_LEVEL: 'info',
   HISTORY_GAP_SECONDS: '300',
@@ -38,7 +40,7 @@ const DEFAULTS: Record<string, string> = {
   RESPONSE_CACHE_MB: '64',
 };
 
-const INTEGER_VARS = new Set(['PORT', 'MQTT_PORT', 'SHARDS', 'RATE_LIMIT_PER_MIN', 'HISTORY_GAP_SECONDS', 'EVENT_ID_RETENTION_SECONDS', 'RESPONSE_CACHE_MB']);
+const INTEGER_VARS = new Set(['PORT', 'MQTT_PORT', 'SHARDS', 'HTTP_THREADS', 'RATE_LIMIT_PER_MIN', 'HISTORY_GAP_SECONDS', 'EVENT_ID_RETENTION_SECONDS', 'RESPONSE_CACHE_MB']);
 
 /** Reads the configuration; a bad value throws a ConfigError whose one-line message names the variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

@@ -12,8 +12,10 @@ export interface Services {
   metrics: Metrics;
   control: ControlPlane;
   shards: ShardRegistry;
-  /** Readiness inputs for /readyz: each part sets its own flag. */
+  /** Readiness inputs for /readyz: each part sets its own flag (shared by every thread of the process). */
   readiness: { storage: boolean; consumer: boolean };
+  /** The Prometheus text of the whole process (every thread's series); defaults to this thread's registry. */
+  scrapeMetrics?: () => Promise<string>;
   /** Turns storage failures (disk full, read-only) into readiness 503 and a 503 answer. */
   storageHealth?: StorageHealth;
 }

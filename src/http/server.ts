@@ -10,7 +10,7 @@ import type { Shard } from '../shards/shard.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { Cell, HistogramSeries } from '../ops/metrics.js';
-import { RateLimiter, type RateWindow } from './rateLimit.js';
+import { RateLimiter, type RateWindow, type rateLimitBuffers } from './rateLimit.js';
 import { Router, type Method } from './router.js';
 import { parsePathId, parseQuery } from './query.js';
 import { compileValidator, type BodyValidator } from './validation.js';
@@ -93,6 +93,8 @@ export interface HttpServerOptions {
   storageHealth?: StorageHealth;
   /** Budget of each shard's response cache (routes marked `cacheable`); 0 turns it off. */
   responseCacheBytes: number;
+  /** The process's shared rate-limit table (every HTTP thread takes from the same budgets). */
+  rateLimitBuffers?: ReturnType<typeof rateLimitBuffers>;
 }
 
 /**
@@ -115,7 +117,7 @@ export class HttpServer {
   private readonly limitText: string;
 
   constructor(private readonly options: HttpServerOptions) {
-    this.limiter = new RateLimiter(options.rateLimitPerMinute);
+    this.limiter = new RateLimiter(options.rateLimitPerMinute, options.rateLimitBuffers);
     this.limitText = String(options.rateLimitPerMinute);
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
@@ -134,10 +136,11 @@ export class HttpServer {
     }
   }
 
-  listen(): Promise<number> {
+  /** Listens on the configured port, or on `port` (another thread's, shared through SO_REUSEPORT). */
+  listen(port = this.options.port): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.app.listen(this.options.host, this.options.port, (socket) => {
-        if (!socket) return reject(new Error(`cannot listen on ${this.options.host}:${this.options.port}`));
+      this.app.listen(this.options.host, port, (socket) => {
+        if (!socket) return reject(new Error(`cannot listen on ${this.options.host}:${port}`));
         this.listenSocket = socket;
         this.port = uWS.us_socket_local_port(socket);
         resolve(this.port);

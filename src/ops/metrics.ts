@@ -38,6 +38,13 @@ interface Histogram {
   series: Map<string, HistogramSeries>;
 }
 
+type HistogramData = [Labels, number[], number, number];
+
+export interface MetricsSnapshot {
+  families: [string, 'counter' | 'gauge', string, [string, number][]][];
+  histograms: [string, string, HistogramData[]][];
+}
+
 /** A small Prometheus text-format registry: counters, gauges (also computed on scrape) and histograms. */
 export class Metrics {
   private readonly families = new Map<string, Family>();
@@ -88,6 +95,42 @@ export class Metrics {
 
   observe(name: string, help: string, labels: Labels, seconds: number): void {
     this.histogram(name, help, labels).observe(seconds);
+  }
+
+  /** Every series as plain data (collectors run first): what another thread merges into the process's scrape. */
+  snapshot(): MetricsSnapshot {
+    for (const fn of this.collectors) fn();
+    return {
+      families: [...this.families].map(([name, f]) => [name, f.type, f.help, [...f.values].map(([labels, cell]) => [labels, cell.value] as [string, number])]),
+      histograms: [...this.histograms].map(([name, h]) => [name, h.help, [...h.series.values()].map((s) => [s.labels, [...s.counts], s.sum, s.count] as HistogramData)]),
+    };
+  }
+
+  /** Adds another registry's snapshot: counters, gauges and histogram buckets of equal series sum. */
+  absorb(snapshot: MetricsSnapshot): void {
+    for (const [name, type, help, values] of snapshot.families) {
+      const f = this.family(name, type, help);
+      for (const [labels, value] of values) {
+        const cell = f.values.get(labels);
+        if (cell === undefined) f.values.set(labels, { value });
+        else cell.value += value;
+      }
+    }
+    for (const [name, help, series] of snapshot.histograms) {
+      for (const [labels, counts, sum, count] of series) {
+        const s = this.histogram(name, help, labels);
+        for (let i = 0; i < counts.length; i++) s.counts[i] += counts[i];
+        s.sum += sum;
+        s.count += count;
+      }
+    }
+  }
+
+  /** The Prometheus text of several registries' snapshots taken together (one process, many threads). */
+  static renderMerged(snapshots: MetricsSnapshot[]): string {
+    const merged = new Metrics();
+    for (const s of snapshots) merged.absorb(s);
+    return merged.render();
   }
 
   render(): string {

@@ -1,10 +1,11 @@
 import type { Metrics } from './metrics.js';
 
 /** Process memory on every scrape: RSS beside the V8 heap tells a leak from a growing page cache. */
-export function collectProcessMetrics(metrics: Metrics): void {
+export function collectProcessMetrics(metrics: Metrics, options: { wholeProcess: boolean } = { wholeProcess: true }): void {
   metrics.onCollect(() => {
     const m = process.memoryUsage();
-    metrics.set('process_resident_memory_bytes', 'Resident set size of the trackd process', {}, m.rss);
+    // RSS is the process's; the heap figures are this thread's isolate (summed over threads on scrape).
+    if (options.wholeProcess) metrics.set('process_resident_memory_bytes', 'Resident set size of the trackd process', {}, m.rss);
     metrics.set('nodejs_heap_used_bytes', 'V8 heap in use', {}, m.heapUsed);
     metrics.set('nodejs_heap_total_bytes', 'V8 heap reserved', {}, m.heapTotal);
     metrics.set('nodejs_external_memory_bytes', 'Memory of C++ objects bound to JS (buffers, SQLite, uWS)', {}, m.external + m.arrayBuffers);

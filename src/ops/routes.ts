@@ -34,7 +34,10 @@ export function opsRoutes(services: Services, apiRoutes: () => Route[]): Route[]
       const { storage, consumer } = services.readiness;
       return { status: storage && consumer ? 200 : 503, body: { status: storage && consumer ? 'ready' : 'not_ready', storage, consumer } };
     }),
-    ops('/metrics', 'metrics', () => ({ status: 200, text: services.metrics.render(), contentType: 'text/plain; version=0.0.4; charset=utf-8' })),
+    ops('/metrics', 'metrics', async () => {
+      const text = services.scrapeMetrics === undefined ? services.metrics.render() : await services.scrapeMetrics();
+      return { status: 200, text, contentType: 'text/plain; version=0.0.4; charset=utf-8' };
+    }),
     ops('/api/openapi.json', 'openapiJson', () => ({ status: 200, text: document().json, contentType: 'application/json' })),
     ops('/api/openapi.yaml', 'openapiYaml', () => ({ status: 200, text: document().yaml, contentType: 'application/yaml' })),
     ops('/openapi.json', 'openapiJsonRedirect', redirect('/api/openapi.json')),

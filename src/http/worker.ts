@@ -1,0 +1,139 @@
+/**
+ * One HTTP thread: its own uWS App on the shared port, its own authenticator, read connections and
+ * caches; writes go to the shard actors through mailboxes of its own; metrics and readiness are the
+ * process's (shared memory, or merged on scrape by the main thread).
+ */
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { Authenticator } from '../auth/authenticator.js';
+import { loadSigningKey } from '../auth/signingKey.js';
+import type { Config } from '../config.js';
+import { ControlPlane } from '../control/controlPlane.js';
+import { createLogger } from '../log.js';
+import { Metrics, type MetricsSnapshot } from '../ops/metrics.js';
+import { collectProcessMetrics } from '../ops/processMetrics.js';
+import { Readiness } from '../ops/readiness.js';
+import { allRoutes } from '../routes.js';
+import type { Services } from '../services.js';
+import { ShardGenerations } from '../shards/generations.js';
+import { PortMailbox } from '../shards/mailbox.js';
+import { ShardRegistry } from '../shards/registry.js';
+import { StorageHealth } from '../storage/health.js';
+import type { rateLimitBuffers } from './rateLimit.js';
+import { HttpServer } from './server.js';
+
+export interface HttpWorkerData {
+  config: Config;
+  thread: number;
+  readiness: SharedArrayBuffer;
+  rateLimit: ReturnType<typeof rateLimitBuffers>;
+}
+
+export type ToHttpWorker =
+  | { type: 'listen'; port: number }
+  | { type: 'link'; request: number; port: MessagePort; generations: SharedArrayBuffer }
+  | { type: 'scraped'; request: number; text: string }
+  | { type: 'snapshot'; request: number }
+  | { type: 'stop' };
+
+export type FromHttpWorker =
+  | { type: 'ready' }
+  | { type: 'listening'; port: number }
+  | { type: 'failed'; message: string }
+  | { type: 'link'; request: number; index: number }
+  | { type: 'scrape'; request: number }
+  | { type: 'snapshot'; request: number; snapshot: MetricsSnapshot }
+  | { type: 'stopped' };
+
+const data = workerData as HttpWorkerData;
+const parent = parentPort!;
+const post = (message: FromHttpWorker) => parent.postMessage(message);
+const { config } = data;
+
+const logger = createLogger(config.LOG_LEVEL).child({ thread: `http-${data.thread}` });
+const metrics = new Metrics();
+collectProcessMetrics(metrics, { wholeProcess: false });
+
+/** Requests to the main thread awaiting its answer, by request number. */
+const waiting = new Map<number, (message: ToHttpWorker) => void>();
+let nextRequest = 1;
+function ask(message: FromHttpWorker & { request: number }): Promise<ToHttpWorker> {
+  return new Promise((resolve) => {
+    waiting.set(message.request, resolve);
+    post(message);
+  });
+}
+/** Commands of the main thread, handled once the server is built. */
+let command: ((message: ToHttpWorker) => void) | undefined;
+parent.on('message', (message: ToHttpWorker) => {
+  if (message.type === 'link' || message.type === 'scraped') {
+    const resolve = waiting.get(message.request);
+    waiting.delete(message.request);
+    resolve?.(message);
+  } else command?.(message);
+});
+
+try {
+  const control = await ControlPlane.open(config.DATA_DIR);
+  const authenticator = new Authenticator(control, await loadSigningKey(config.DATA_DIR), config.TRACKD_ENV, logger);
+  const shards = new ShardRegistry(config.DATA_DIR, control, async (index) => {
+    const answer = await ask({ type: 'link', request: nextRequest++, index });
+    if (answer.type !== 'link') throw new Error('unexpected answer to a shard link request');
+    return { mailbox: new PortMailbox(answer.port), generations: new ShardGenerations(answer.generations) };
+  });
+  await shards.openAll(config.SHARDS);
+  const readiness = new Readiness(data.readiness);
+  const services: Services = {
+    config,
+    logger,
+    metrics,
+    control,
+    shards,
+    readiness,
+    scrapeMetrics: async () => {
+      const answer = await ask({ type: 'scrape', request: nextRequest++ });
+      return answer.type === 'scraped' ? answer.text : '';
+    },
+  };
+  services.storageHealth = new StorageHealth(config.DATA_DIR, readiness, logger);
+  const http = new HttpServer({
+    host: config.HOST,
+    port: config.PORT,
+    logger,
+    metrics,
+    authenticator,
+    rateLimitPerMinute: config.RATE_LIMIT_PER_MIN,
+    rateLimitBuffers: data.rateLimit,
+    shards,
+    storageHealth: services.storageHealth,
+    responseCacheBytes: config.RESPONSE_CACHE_MB * 1024 * 1024,
+  });
+  http.addRoutes(allRoutes(services));
+
+  command = (message) => {
+    switch (message.type) {
+      case 'listen':
+        http.listen(message.port).then(
+          (port) => post({ type: 'listening', port }),
+          (err: Error) => post({ type: 'failed', message: err.message }),
+        );
+        break;
+      case 'snapshot':
+        post({ type: 'snapshot', request: message.request, snapshot: metrics.snapshot() });
+        break;
+      case 'stop':
+        void (async () => {
+          await http.stop();
+          await shards.closeAll();
+          authenticator.close();
+          services.storageHealth?.close();
+          control.close();
+          logger.flush();
+          post({ type: 'stopped' });
+        })();
+        break;
+    }
+  };
+  post({ type: 'ready' });
+} catch (err) {
+  post({ type: 'failed', message: (err as Error).message });
+}

@@ -1,0 +1,86 @@
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { ShardGenerations } from './generations.js';
+import { PortMailbox } from './mailbox.js';
+import type { ActorLink } from './registry.js';
+import type { FromShardWorker, ShardWorkerData, ToShardWorker } from './worker.js';
+
+interface Actor {
+  worker: Worker;
+  generations: SharedArrayBuffer;
+}
+
+/** A new mailbox port to a shard actor, with its generation counters: what any thread needs to reach it. */
+export interface ActorPort {
+  port: MessagePort;
+  generations: SharedArrayBuffer;
+}
+
+/**
+ * The process's shard actors, each on its own worker thread (started on first use). Any thread may
+ * be connected to an actor: it gets a MessagePort of its own (its mailbox) and the actor's shared
+ * generation counters.
+ */
+export class ShardActors {
+  private readonly actors = new Map<number, Promise<Actor>>();
+
+  constructor(
+    private readonly dataDir: string,
+    private readonly onCrash: (index: number, err: Error) => void,
+  ) {}
+
+  private start(index: number): Promise<Actor> {
+    let actor = this.actors.get(index);
+    if (actor === undefined) {
+      actor = new Promise<Actor>((resolve, reject) => {
+        const generations = new ShardGenerations().buffer;
+        const workerData: ShardWorkerData = { dataDir: this.dataDir, index, generations };
+        const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData, name: `shard-${index}` });
+        let started = false;
+        worker.once('message', (message: FromShardWorker) => {
+          if (message.type === 'ready') {
+            started = true;
+            resolve({ worker, generations });
+          } else if (message.type === 'failed') reject(new Error(`shard ${index}: ${message.message}`));
+        });
+        worker.on('error', (err) => (started ? this.onCrash(index, err) : reject(err)));
+      });
+      this.actors.set(index, actor);
+    }
+    return actor;
+  }
+
+  /** A new mailbox port to shard `index`'s actor (started if needed). */
+  async connect(index: number): Promise<ActorPort> {
+    const actor = await this.start(index);
+    const channel = new MessageChannel();
+    actor.worker.postMessage({ type: 'connect', port: channel.port1 } satisfies ToShardWorker, [channel.port1]);
+    return { port: channel.port2, generations: actor.generations };
+  }
+
+  /** The link for a registry on this thread. */
+  link(): ActorLink {
+    return async (index) => {
+      const { port, generations } = await this.connect(index);
+      return { mailbox: new PortMailbox(port), generations: new ShardGenerations(generations) };
+    };
+  }
+
+  /** Closes every actor after the commands already in its mailboxes (callers stop sending first). */
+  async closeAll(): Promise<void> {
+    const actors = await Promise.allSettled(this.actors.values());
+    await Promise.all(
+      actors.map(async (settled) => {
+        if (settled.status !== 'fulfilled') return;
+        const { worker } = settled.value;
+        const closed = new Promise<void>((resolve) => {
+          worker.on('message', (message: FromShardWorker) => message.type === 'closed' && resolve());
+          worker.once('exit', () => resolve());
+        });
+        worker.postMessage({ type: 'close' } satisfies ToShardWorker);
+        await closed;
+        await worker.terminate();
+      }),
+    );
+    this.actors.clear();
+  }
+}

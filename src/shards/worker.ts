@@ -1,0 +1,45 @@
+/**
+ * The thread of one shard actor: its mailboxes (one MessagePort per thread that talks to it) feed
+ * one writer, one command at a time, in arrival order per port.
+ */
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { ControlPlane } from '../control/controlPlane.js';
+import './commandIndex.js';
+import { ShardGenerations } from './generations.js';
+import type { CommandMessage } from './mailbox.js';
+import { ShardWriter } from './writer.js';
+
+export interface ShardWorkerData {
+  dataDir: string;
+  index: number;
+  generations: SharedArrayBuffer;
+}
+
+export type ToShardWorker = { type: 'connect'; port: MessagePort } | { type: 'close' };
+export type FromShardWorker = { type: 'ready' } | { type: 'failed'; message: string } | { type: 'closed' };
+
+const data = workerData as ShardWorkerData;
+const parent = parentPort!;
+const ports = new Set<MessagePort>();
+
+try {
+  const control = await ControlPlane.open(data.dataDir);
+  const writer = await ShardWriter.open(data.dataDir, data.index, control, new ShardGenerations(data.generations));
+  parent.on('message', (message: ToShardWorker) => {
+    if (message.type === 'connect') {
+      const port = message.port;
+      ports.add(port);
+      port.on('message', (command: CommandMessage) => port.postMessage(writer.execute(command)));
+      port.on('close', () => ports.delete(port));
+    } else if (message.type === 'close') {
+      for (const port of ports) port.close();
+      writer.close();
+      control.close();
+      parent.postMessage({ type: 'closed' } satisfies FromShardWorker);
+      parent.close();
+    }
+  });
+  parent.postMessage({ type: 'ready' } satisfies FromShardWorker);
+} catch (err) {
+  parent.postMessage({ type: 'failed', message: (err as Error).message } satisfies FromShardWorker);
+}
