@@ -55,6 +55,9 @@ export async function serve(config: Config): Promise<RunningService> {
   let port: number;
   try {
     await shards.openAll(config.SHARDS);
+    // The HTTP threads boot (module loading, connections) while the broker and the consumer start.
+    const threadsReady = http.start(config.HTTP_THREADS);
+    threadsReady.catch(() => undefined);
     if (natsUrl === undefined) {
       embedded = await startNatsServer({ storeDir: path.join(config.DATA_DIR, 'nats'), mqttPort: config.MQTT_PORT ?? 0, serverName: 'trackd-embedded' });
       natsUrl = embedded.url;
@@ -62,8 +65,10 @@ export async function serve(config: Config): Promise<RunningService> {
       fs.writeFileSync(path.join(config.DATA_DIR, 'mqtt.url'), `mqtt://127.0.0.1:${embedded.mqttPort}\n`);
       logger.info({ nats_url: natsUrl, mqtt_port: embedded.mqttPort }, 'embedded nats-server started');
     }
+    // The consumer starts once HTTP can follow at once: a backlog drains in plain view of /metrics.
+    await threadsReady;
     ingest = await startScanIngest(services, natsUrl, [scansSource, readersSource]);
-    port = await http.start(config.HTTP_THREADS);
+    port = await http.listenAll();
   } catch (err) {
     // Leave nothing behind (the embedded nats-server is a child process that would outlive us).
     await http.stop().catch(() => undefined);

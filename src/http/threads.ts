@@ -33,8 +33,8 @@ export class HttpThreads {
     private readonly onCrash: (err: Error) => void,
   ) {}
 
-  /** Starts the threads and has them listen; resolves with the port they share. */
-  async start(count: number): Promise<number> {
+  /** Starts the threads (each loads its modules, opens its connections and builds its routes) without listening yet. */
+  async start(count: number): Promise<void> {
     const rateLimit = rateLimitBuffers();
     for (let i = 0; i < count; i++) {
       const workerData: HttpWorkerData = { config: this.config, thread: i, readiness: this.readiness.buffer, rateLimit };
@@ -49,6 +49,10 @@ export class HttpThreads {
       this.threads.push(thread);
     }
     await Promise.all(this.threads.map((t) => this.expect(t, 'ready')));
+  }
+
+  /** Has every thread listen on one port; resolves with it. */
+  async listenAll(): Promise<number> {
     const port = await this.listenFirst();
     await Promise.all(this.threads.slice(1).map((t) => this.listen(t, port)));
     return port;
