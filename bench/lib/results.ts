@@ -28,6 +28,10 @@ export interface ScenarioResult {
   ratio_to_baseline?: number;
   in_process_rate?: number;
   ratio_to_in_process?: number;
+  /** Rate and p99 with HTTP_THREADS=1 in the same run, and the default layout's rate over it. */
+  single_thread_rate?: number;
+  single_thread_p99_ms?: number;
+  ratio_to_single_thread?: number;
   extra?: Record<string, number>;
   targets?: Target[];
   runs?: ScenarioRun[];
@@ -71,6 +75,9 @@ export function summarizeScenario(scenario: Scenario, runs: ScenarioRun[], extra
   result.ratio_to_baseline = medianOf(runs, (r) => (r.baseline ? r.trackd.rate / r.baseline.rate : undefined));
   result.in_process_rate = medianOf(runs, (r) => r.inProcessRate);
   result.ratio_to_in_process = medianOf(runs, (r) => (r.inProcessRate ? r.trackd.rate / r.inProcessRate : undefined));
+  result.single_thread_rate = medianOf(runs, (r) => r.singleThread?.rate);
+  result.single_thread_p99_ms = medianOf(runs, (r) => r.singleThread?.p99);
+  result.ratio_to_single_thread = medianOf(runs, (r) => (r.singleThread ? r.trackd.rate / r.singleThread.rate : undefined));
   const extraNames = new Set(runs.flatMap((r) => Object.keys(r.extra ?? {})));
   if (extraNames.size > 0) {
     result.extra = {};
@@ -97,11 +104,11 @@ const ratio = (v: number | undefined): string => (v === undefined ? '-' : `${v.t
 
 /** The short table printed on stdout (and pasted into the README). */
 export function table(results: ScenarioResult[], ceilings: Record<string, { rate: number; unit: string }>): string {
-  const header = ['scenario', 'rate', 'unit', 'p50 ms', 'p99 ms', 'max ms', 'vs ceiling', 'vs fastify', 'vs in-process', 'targets'];
+  const header = ['scenario', 'rate', 'unit', 'p50 ms', 'p99 ms', 'max ms', 'vs ceiling', 'vs fastify', 'vs in-process', 'vs 1 thread', 'targets'];
   const rows: string[][] = [header];
   for (const r of results) {
     if (r.status !== 'measured') {
-      rows.push([r.name, r.status, '', '', '', '', '', '', '', r.reason ?? '']);
+      rows.push([r.name, r.status, '', '', '', '', '', '', '', '', r.reason ?? '']);
       continue;
     }
     const met = r.targets ?? [];
@@ -115,6 +122,7 @@ export function table(results: ScenarioResult[], ceilings: Record<string, { rate
       r.ceiling ? `${ratio(r.ratio_to_ceiling)} ${r.ceiling.name}` : '-',
       ratio(r.ratio_to_baseline),
       ratio(r.ratio_to_in_process),
+      ratio(r.ratio_to_single_thread),
       met.length === 0 ? '-' : `${met.filter((t) => t.met).length}/${met.length}`,
     ]);
   }

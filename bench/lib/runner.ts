@@ -99,6 +99,7 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
           log(`${scenario.name} failed: ${(err as Error).message}`);
         }
       }
+      await measureSingleThread(ctx, selected.filter((s) => s.kind === 'read' && s.env === undefined && runs.has(s.name) && !failures.has(s.name)), runs);
     }
 
     const results: ScenarioResult[] = selected.map((s) => {
@@ -137,6 +138,28 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
         log(`cleanup: ${(err as Error).message}`);
       }
     }
+  }
+}
+
+/**
+ * Thread scaling: the run's read scenarios again, on trackd restarted with HTTP_THREADS=1 (one HTTP
+ * thread, the shard actors and the consumer on their own threads as always), each figure filed with
+ * that run's default-layout figure.
+ */
+async function measureSingleThread(ctx: BenchContext, scenarios: Scenario[], runs: Map<string, ScenarioRun[]>): Promise<void> {
+  if (scenarios.length === 0) return;
+  await ctx.restartTrackd({ HTTP_THREADS: '1' });
+  try {
+    for (const scenario of scenarios) {
+      if (scenario.kind !== 'read') continue;
+      const figure = await loadFigure(ctx, ctx.trackd.url, [{ method: 'GET', paths: scenario.paths(ctx, 2_000) }]);
+      checkStatuses(`${scenario.name} (1 thread)`, figure);
+      const latest = runs.get(scenario.name)!.at(-1)!;
+      latest.singleThread = strip(figure);
+      log(`${scenario.name} with HTTP_THREADS=1: ${figure.rate} ${scenario.unit} p99 ${figure.p99} ms (default ${latest.trackd.rate}, ${(latest.trackd.rate / figure.rate).toFixed(2)}x)`);
+    }
+  } finally {
+    await ctx.restartTrackd();
   }
 }
 

@@ -52,6 +52,8 @@ export interface ScenarioRun {
   ceiling?: { name: string; rate: number };
   /** Further figures (e.g. publish-to-visible p99), all numbers. */
   extra?: Record<string, number>;
+  /** The same load on trackd restarted with HTTP_THREADS=1, in the same run (read scenarios). */
+  singleThread?: Figure;
 }
 
 interface ScenarioBase {
