@@ -1,7 +1,7 @@
 import t from 'tap';
 import { checkScenarios, runTinyBench } from './helpers/bench.js';
 
-const INGEST_SCENARIOS = ['ingest-field', 'ingest-single', 'ingest-raw', 'mix'];
+const INGEST_SCENARIOS = ['ingest-field', 'ingest-single', 'drain-reads', 'ingest-raw', 'mix'];
 
 t.test('npm run bench (tiny) measures ingest against raw JetStream and SQLite ceilings, and the mix', async (t) => {
   const { code, stderr, output } = await runTinyBench(t, INGEST_SCENARIOS);

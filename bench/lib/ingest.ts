@@ -64,7 +64,12 @@ export function sqliteInsertCeiling(ctx: BenchContext, rows: number): Promise<{ 
  * watches trackd's durable consumer on SCANS from outside: the drain runs from the first delivery
  * of the backlog until the ack floor reaches its last message (acks follow the commit).
  */
-export async function drainBacklog(ctx: BenchContext, plan: ScanPlan, env: Record<string, string> = {}): Promise<{ rate: number; seconds: number; messages: number }> {
+export async function drainBacklog(
+  ctx: BenchContext,
+  plan: ScanPlan,
+  env: Record<string, string> = {},
+  during?: () => Promise<void>,
+): Promise<{ rate: number; seconds: number; messages: number }> {
   const nc = await connect({ servers: ctx.natsUrl.split(','), name: 'bench-drain-watch' });
   try {
     const jsm = await jetstreamManager(nc);
@@ -89,8 +94,8 @@ export async function drainBacklog(ctx: BenchContext, plan: ScanPlan, env: Recor
     })();
     try {
       await ctx.restartTrackd(env);
-      // The drain is watched on the consumer only: polling trackd's report meanwhile would put HTTP
-      // work on the thread that applies the backlog, which the raw consume ceiling does not have.
+      // The drain is watched on the consumer only (unless `during` adds HTTP load on purpose).
+      await during?.();
       const deadline = performance.now() + 10 * 60_000;
       while (drained === undefined && performance.now() < deadline) await new Promise((r) => setTimeout(r, 10));
       await waitVisible(ctx, published.last.asset, published.last.observedAt, 30_000);

@@ -28,3 +28,30 @@ export async function inProcessRate(ctx: BenchContext, paths: string[]): Promise
 }
 
 const path = (ctx: BenchContext) => ctx.trackd.env.DATA_DIR;
+
+/** Busy seconds of each trackd thread so far (trackd_thread_busy_seconds_total), with the time read. */
+async function threadBusy(url: string): Promise<{ at: number; busy: Map<string, number> }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const busy = new Map<string, number>();
+  for (const m of text.matchAll(/^trackd_thread_busy_seconds_total\{thread="([^"]+)"\} ([\d.e+-]+)$/gm)) busy.set(m[1], Number(m[2]));
+  return { at: performance.now(), busy };
+}
+
+/**
+ * A load on trackd, with the share of a core each kind of thread was busy during it (the thread
+ * profile: main = scan consumer, http = all HTTP threads together, shards = all shard actors).
+ */
+export async function trackdLoad(ctx: BenchContext, requests: RequestTemplate[], durationSeconds?: number): Promise<Figure & { notOk: number; unexpected: Record<string, number>; busyCores: Record<string, number> }> {
+  const url = ctx.trackd.url;
+  const before = await threadBusy(url);
+  const figure = await loadFigure(ctx, url, requests, durationSeconds);
+  const after = await threadBusy(url);
+  const seconds = (after.at - before.at) / 1000;
+  const busyCores: Record<string, number> = { busy_cores_main: 0, busy_cores_http: 0, busy_cores_shards: 0 };
+  for (const [thread, total] of after.busy) {
+    const kind = thread === 'main' ? 'busy_cores_main' : thread.startsWith('http-') ? 'busy_cores_http' : 'busy_cores_shards';
+    busyCores[kind] += (total - (before.busy.get(thread) ?? 0)) / seconds;
+  }
+  for (const k of Object.keys(busyCores)) busyCores[k] = Math.round(busyCores[k] * 1000) / 1000;
+  return { ...figure, busyCores };
+}

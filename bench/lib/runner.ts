@@ -4,7 +4,7 @@ import { SIZES } from '../dataset/sizes.js';
 import { loadMasterData } from '../dataset/masterData.js';
 import { SCENARIOS } from '../scenarios/index.js';
 import type { RequestTemplate } from './loadSpec.js';
-import { inProcessRate, loadFigure } from './measure.js';
+import { inProcessRate, loadFigure, trackdLoad } from './measure.js';
 import { ROOT, machine, startServerProcess, versions } from './processes.js';
 import { median, summarizeScenario, table, type ScenarioResult, type Target } from './results.js';
 import type { BenchContext, BenchOptions, Figure, Scenario, ScenarioRun } from './scenario.js';
@@ -152,10 +152,11 @@ async function measureSingleThread(ctx: BenchContext, scenarios: Scenario[], run
   try {
     for (const scenario of scenarios) {
       if (scenario.kind !== 'read') continue;
-      const figure = await loadFigure(ctx, ctx.trackd.url, [{ method: 'GET', paths: scenario.paths(ctx, 2_000) }]);
+      const figure = await trackdLoad(ctx, [{ method: 'GET', paths: scenario.paths(ctx, 2_000) }]);
       checkStatuses(`${scenario.name} (1 thread)`, figure);
       const latest = runs.get(scenario.name)!.at(-1)!;
       latest.singleThread = strip(figure);
+      latest.extra = { ...latest.extra, ...prefixed('single_thread_', figure.busyCores) };
       log(`${scenario.name} with HTTP_THREADS=1: ${figure.rate} ${scenario.unit} p99 ${figure.p99} ms (default ${latest.trackd.rate}, ${(latest.trackd.rate / figure.rate).toFixed(2)}x)`);
     }
   } finally {
@@ -183,24 +184,35 @@ async function runScenario(ctx: BenchContext, scenario: Scenario, fixedRate: num
     const probe = await ctx.request('GET', paths[0]);
     if (probe.status !== 200) throw new Error(`probe GET ${paths[0]} answered ${probe.status}: ${JSON.stringify(probe.json).slice(0, 300)}`);
     const requests: RequestTemplate[] = [{ method: 'GET', paths }];
-    const trackd = await loadFigure(ctx, ctx.trackd.url, requests);
+    const trackd = await trackdLoad(ctx, requests);
     checkStatuses(scenario.name, trackd);
     const baseline = baselineUrl ? await loadFigure(ctx, baselineUrl, requests) : undefined;
     if (baseline) checkStatuses(`${scenario.name} (fastify)`, baseline);
     const inProcess = await inProcessRate(ctx, paths);
-    return { trackd: strip(trackd), baseline: baseline && strip(baseline), inProcessRate: inProcess, ceiling };
+    return { trackd: strip(trackd), baseline: baseline && strip(baseline), inProcessRate: inProcess, ceiling, extra: trackd.busyCores };
   }
   if (scenario.kind === 'write') {
-    const trackd = await loadFigure(ctx, ctx.trackd.url, scenario.requests(ctx));
+    const trackd = await trackdLoad(ctx, scenario.requests(ctx));
     checkStatuses(scenario.name, trackd);
-    return { trackd: strip(trackd), ceiling };
+    return { trackd: strip(trackd), ceiling, extra: trackd.busyCores };
   }
-  return scenario.run(ctx, { fixedRate, load: (requests, duration) => loadFigure(ctx, ctx.trackd.url, requests, duration) });
+  let busy: Record<string, number> | undefined;
+  const result = await scenario.run(ctx, {
+    fixedRate,
+    load: async (requests, duration) => {
+      const figure = await trackdLoad(ctx, requests, duration);
+      busy = figure.busyCores;
+      return figure;
+    },
+  });
+  return busy === undefined ? result : { ...result, extra: { ...result.extra, ...busy } };
 }
 
 function checkStatuses(name: string, figure: { count?: number; notOk: number; unexpected: Record<string, number> }): void {
   if (figure.notOk > 0.01 * (figure.count ?? 0)) throw new Error(`${name}: ${figure.notOk} of ${figure.count} responses were not 2xx: ${JSON.stringify(figure.unexpected)}`);
 }
+
+const prefixed = (prefix: string, values: Record<string, number>) => Object.fromEntries(Object.entries(values).map(([k, v]) => [`${prefix}${k}`, v]));
 
 const strip = <T extends Figure>(f: T) => ({ rate: f.rate, p50: f.p50, p99: f.p99, max: f.max, count: f.count });
 
@@ -216,6 +228,10 @@ function scenarioTargets(scenario: Scenario, r: ScenarioResult): Target[] {
       return [...t('>= 100,000 tag reads/s end to end', r.rate, 100_000, 'min'), ...t('publish-to-visible p99 <= 250 ms', r.p99_ms, 250, 'max')];
     case 'ingest-single':
       return t('>= 50% of raw JetStream consume', r.ratio_to_ceiling, 0.5, 'min');
+    case 'drain-reads':
+      return t('read p99 <= 50 ms while a backlog drains', r.p99_ms, 50, 'max');
+    case 'mix':
+      return t('p99 <= 50 ms', r.p99_ms, 50, 'max');
     case 'ingest-raw':
       return t('>= 50% of raw SQLite insert', r.ratio_to_ceiling, 0.5, 'min');
     default:

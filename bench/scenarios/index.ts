@@ -2,6 +2,7 @@ import type { Scenario } from '../lib/scenario.js';
 import { assetById, assetByIdUncached } from './assetById.js';
 import { assetList } from './assetList.js';
 import { createPatch } from './createPatch.js';
+import { drainReads } from './drainReads.js';
 import { history } from './history.js';
 import { ingestField } from './ingestField.js';
 import { ingestRaw } from './ingestRaw.js';
@@ -13,4 +14,4 @@ import { treeAncestors } from './treeAncestors.js';
 import { treeDescendants } from './treeDescendants.js';
 
 /** Every scenario, in the order they run and print. */
-export const SCENARIOS: Scenario[] = [orgsMe, assetById, assetByIdUncached, assetList, report, reportByLocation, reportDeepOffset, history, treeAncestors, treeDescendants, createPatch, ingestField, ingestSingle, ingestRaw, mix];
+export const SCENARIOS: Scenario[] = [orgsMe, assetById, assetByIdUncached, assetList, report, reportByLocation, reportDeepOffset, history, treeAncestors, treeDescendants, createPatch, ingestField, ingestSingle, drainReads, ingestRaw, mix];

@@ -117,6 +117,11 @@ export class HttpThreads {
     }
   }
 
+  /** The worker of each HTTP thread, by thread name (for per-thread CPU figures). */
+  workers(): [string, Worker][] {
+    return this.threads.map((t, i) => [`http-${i}`, t.worker]);
+  }
+
   /** The whole process's metrics: the main thread's and every HTTP thread's, merged. */
   async scrape(): Promise<string> {
     const snapshots = await Promise.all(

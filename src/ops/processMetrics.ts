@@ -11,3 +11,20 @@ export function collectProcessMetrics(metrics: Metrics, options: { wholeProcess:
     metrics.set('nodejs_external_memory_bytes', 'Memory of C++ objects bound to JS (buffers, SQLite, uWS)', {}, m.external + m.arrayBuffers);
   });
 }
+
+interface LoopClock {
+  eventLoopUtilization(): { active: number };
+}
+
+/**
+ * Seconds each thread's event loop has been busy (not waiting for I/O) since it started: the
+ * difference of two scrapes over the wall time between them is the share of a core the thread used,
+ * per thread (main: the scan consumer; http-N; shard-N).
+ */
+export function collectThreadBusy(metrics: Metrics, threads: () => [string, LoopClock][]): void {
+  metrics.onCollect(() => {
+    for (const [thread, clock] of threads()) {
+      metrics.counter('trackd_thread_busy_seconds_total', 'Time the thread\'s event loop was busy since it started', { thread }).value = clock.eventLoopUtilization().active / 1000;
+    }
+  });
+}

@@ -22,6 +22,7 @@ export interface ActorPort {
  */
 export class ShardActors {
   private readonly actors = new Map<number, Promise<Actor>>();
+  private readonly started = new Map<number, Worker>();
 
   constructor(
     private readonly dataDir: string,
@@ -39,6 +40,7 @@ export class ShardActors {
         worker.once('message', (message: FromShardWorker) => {
           if (message.type === 'ready') {
             started = true;
+            this.started.set(index, worker);
             resolve({ worker, generations });
           } else if (message.type === 'failed') reject(new Error(`shard ${index}: ${message.message}`));
         });
@@ -47,6 +49,11 @@ export class ShardActors {
       this.actors.set(index, actor);
     }
     return actor;
+  }
+
+  /** The worker of each started actor, by thread name (for per-thread CPU figures). */
+  workers(): [string, Worker][] {
+    return [...this.started].map(([index, worker]) => [`shard-${index}`, worker]);
   }
 
   /** A new mailbox port to shard `index`'s actor (started if needed). */
@@ -82,5 +89,6 @@ export class ShardActors {
       }),
     );
     this.actors.clear();
+    this.started.clear();
   }
 }
