@@ -23,8 +23,12 @@ export class ResponseCache {
     private readonly maxChars: number,
   ) {}
 
+  private static readonly byShard = new WeakMap<Shard, ResponseCache>();
+
   static of(shard: Shard, maxBytes: number): ResponseCache {
-    return shard.local('http.responseCache', (s) => new ResponseCache(s, maxBytes / 2));
+    let cache = ResponseCache.byShard.get(shard);
+    if (cache === undefined) ResponseCache.byShard.set(shard, (cache = new ResponseCache(shard, maxBytes / 2)));
+    return cache;
   }
 
   /** The stamp to file an answer under: take it before reading the row. */

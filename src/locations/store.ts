@@ -4,6 +4,7 @@ import type { ShardWriter } from '../shards/writer.js';
 import { tagsJsonColumn } from '../masterdata/tags.js';
 import { masterColumns, type MasterRow } from '../masterdata/view.js';
 import type { Db } from '../storage/sqlite.js';
+import { shardState } from '../shards/state.js';
 
 /** A locations row joined with its parent's external_key (kept even when the parent is soft-deleted). */
 export interface LocationRow extends MasterRow {
@@ -121,12 +122,8 @@ export class LocationStatements {
 export const MAX_DEPTH = 1_000_000;
 
 /** Statements on the shard's read-only connection (reads run beside the writer, see Shard). */
-export function readStatements(shard: Shard): LocationStatements {
-  return shard.local('locations.read', (s) => new LocationStatements(s.reader));
-}
+export const readStatements = shardState((shard: Shard) => new LocationStatements(shard.reader));
 
 /** Statements on the writer connection, for use inside shard commands only. */
-export function writeStatements(shard: ShardWriter): LocationStatements {
-  return shard.local('locations.write', (s) => new LocationStatements(s.writer));
-}
+export const writeStatements = shardState((shard: ShardWriter) => new LocationStatements(shard.writer));
 

@@ -6,6 +6,7 @@ import { applyLiveness, likePattern, runList, type Page, type SortColumns } from
 import type { KeyedTable } from './keys.js';
 import { tagsJsonColumn, type TagOwner } from './tags.js';
 import { masterColumns, type MasterRow } from './view.js';
+import { shardState } from '../shards/state.js';
 
 /** The list parameters shared by GET /assets and GET /locations (interface 4.3). */
 export function masterListParams(sortFields: readonly string[], defaultSort: string): QuerySpec {
@@ -31,12 +32,11 @@ export function substringMatch(text: string): { sql: (column: string) => string;
   return { sql: (column) => `instr(${LOWER_FUNCTION}(${column}), ?) > 0`, value: text.toLowerCase() };
 }
 
-export function registerLowerFunction(shard: Shard): void {
-  shard.local('masterdata.lowerFunction', (s) => {
-    s.reader.function(LOWER_FUNCTION, { deterministic: true }, (value: unknown) => (typeof value === 'string' ? value.toLowerCase() : value));
-    return true;
-  });
-}
+/** Registers the lower function on the shard's read connection of this thread, once. */
+export const registerLowerFunction = shardState((shard: Shard): true => {
+  shard.reader.function(LOWER_FUNCTION, { deterministic: true }, (value: unknown) => (typeof value === 'string' ? value.toLowerCase() : value));
+  return true;
+});
 
 /**
  * How `q` tests tag values. `set`: one uncorrelated set of matching owners, built by scanning every

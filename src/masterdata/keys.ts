@@ -1,5 +1,6 @@
 import type { ShardWriter } from '../shards/writer.js';
 import { StatementCache } from '../storage/sqlite.js';
+import { shardState } from '../shards/state.js';
 
 /** Master-data tables that carry an external_key (interface 2.1). */
 export type KeyedTable = 'assets' | 'locations';
@@ -22,17 +23,13 @@ export function slotOf(table: KeyedTable, key: string): number | undefined {
 }
 
 /** Statements on the shard's writer connection (used only inside shard commands), cached by SQL text. */
-export function writerStatements(shard: ShardWriter): StatementCache {
-  return shard.local('masterdata.writerStatements', (s) => new StatementCache(s.writer));
-}
+export const writerStatements = shardState((shard: ShardWriter) => new StatementCache(shard.writer));
 
 /**
  * Per org and table, a slot number below which every slot is known to be held by a live row.
  * It only ever errs low: minting probes upward from it, and freeing a slot (delete, rename) lowers it.
  */
-function slotFloors(shard: ShardWriter): Map<string, number> {
-  return shard.local('masterdata.slotFloors', () => new Map<string, number>());
-}
+const slotFloors = shardState((_shard: ShardWriter) => new Map<string, number>());
 
 /** True when a live row of the organization holds `key` (optionally other than row `exceptId`). */
 export function keyTaken(shard: ShardWriter, table: KeyedTable, orgId: number, key: string, exceptId = 0): boolean {

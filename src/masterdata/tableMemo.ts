@@ -1,6 +1,7 @@
 import type { TableStamp } from '../shards/generations.js';
 import type { Shard } from '../shards/shard.js';
 import type { KeyedTable } from './keys.js';
+import { shardState } from '../shards/state.js';
 
 /**
  * Answers derived from one master-data table of a shard (list counts, subtree orders), each kept
@@ -9,6 +10,8 @@ import type { KeyedTable } from './keys.js';
  * row's valid_from or valid_to after the time of the first answer), where the currently-effective
  * rule could let a row in or out. Computing these walks every matching row; they repeat per page.
  */
+const memosOf = shardState((_shard: Shard) => new Map<string, TableMemo<unknown>>());
+
 export class TableMemo<T> {
   private readonly answers = new Map<string, T>();
   private validFrom = 0;
@@ -23,7 +26,10 @@ export class TableMemo<T> {
 
   /** The shard's memo named `name` over `table` on this thread, created on first use. */
   static of<T>(shard: Shard, name: string, table: KeyedTable, maxEntries: number): TableMemo<T> {
-    return shard.local(`masterdata.memo.${name}`, (s) => new TableMemo<T>(s, table, maxEntries));
+    const memos = memosOf(shard);
+    let memo = memos.get(name) as TableMemo<T> | undefined;
+    if (memo === undefined) memos.set(name, (memo = new TableMemo<T>(shard, table, maxEntries)));
+    return memo;
   }
 
   get(key: string, now: number, compute: () => T): T {

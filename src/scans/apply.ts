@@ -5,6 +5,7 @@ import type { Shard } from '../shards/shard.js';
 import type { ShardWriter } from '../shards/writer.js';
 import type { Db } from '../storage/sqlite.js';
 import { describeLocation, type CanonicalScan, type LocationRef, type SourcedScan } from './canonical.js';
+import { shardState } from '../shards/state.js';
 
 export type ScanOutcome =
   | { kind: 'applied'; readsApplied: number; unknownTags: number; locationTags: number }
@@ -48,6 +49,9 @@ interface HistoryRow {
   last_seen_at: number;
   read_count: number;
 }
+
+/** Most positions (current location and open visit of an asset) kept in memory per shard; about 150 bytes each. */
+const MAX_POSITIONS = 1_000_000;
 
 const UNKNOWN = 0;
 const LOCATION_TAG = -1;
@@ -144,6 +148,7 @@ class ScanStore {
   applyBatch(items: SourcedScan[], options: ApplyOptions): ScanOutcome[] {
     const touched = new Map<number, Position>();
     const appliedSeqs = new Map<string, number>();
+    this.trimPositions();
     const outcomes = this.db.transaction(() => {
       this.pruneEventIds(options.eventIdRetentionMs ?? DEFAULT_EVENT_ID_RETENTION_MS);
       const { epoch, additions } = this.s.epoch.get() as { epoch: number; additions: number };
@@ -272,6 +277,19 @@ class ScanStore {
     return resolved;
   }
 
+  /**
+   * Keeps the positions in memory bounded: between batches, past MAX_POSITIONS the oldest-loaded
+   * quarter is dropped (each is reloaded from scan_positions when its asset is next scanned).
+   */
+  private trimPositions(): void {
+    if (this.positions.size <= MAX_POSITIONS) return;
+    let drop = this.positions.size - Math.floor(MAX_POSITIONS * 0.75);
+    for (const assetId of this.positions.keys()) {
+      if (drop-- <= 0) break;
+      this.positions.delete(assetId);
+    }
+  }
+
   /** Loads committed positions (null for an asset never scanned) of assets not yet in memory, in one query. */
   private loadPositions(assetIds: number[]): void {
     const rows = this.s.positions.all(JSON.stringify(assetIds)) as Record<string, number>[];
@@ -382,9 +400,7 @@ function remember(cache: Map<string, number> | Set<string>, key: string, value: 
   else cache.add(key);
 }
 
-function storeOf(shard: ShardWriter): ScanStore {
-  return shard.local('scans', (s) => new ScanStore(s.writer));
-}
+const storeOf = shardState((shard: ShardWriter) => new ScanStore(shard.writer));
 
 /**
  * Applies canonical scans to a shard in one SQLite transaction, through the shard's mailbox.

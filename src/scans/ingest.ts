@@ -13,6 +13,7 @@ import {
   type JsMsg,
 } from '@nats-io/jetstream';
 import type { Services } from '../services.js';
+import { Backoff } from './backoff.js';
 import { applyScanBatch, bindStream, type ScanOutcome } from './apply.js';
 import type { SourcedScan } from './canonical.js';
 import type { DeadLetter } from './decode.js';
@@ -149,7 +150,7 @@ class ScanConsumer implements ScanIngest {
   }
 
   private async run(): Promise<void> {
-    let backoff = 250;
+    const backoff = new Backoff(250);
     while (!this.stopping) {
       try {
         await this.prepareConsumer();
@@ -158,17 +159,14 @@ class ScanConsumer implements ScanIngest {
         this.lastDelivery = undefined;
         this.messages = await consumer.consume({ max_messages: this.options.maxMessages });
         this.setReady(true);
-        backoff = 250;
+        backoff.reset();
         for await (const msg of this.messages) this.accept(msg);
       } catch (err) {
         if (!this.stopping) this.services.logger.warn({ err: (err as Error).message, stream: this.source.stream }, 'scan consumer interrupted');
       }
       this.setReady(false);
       await this.drain();
-      if (!this.stopping) {
-        await sleep(backoff);
-        backoff = Math.min(backoff * 2, 5000);
-      }
+      if (!this.stopping) await backoff.wait();
     }
   }
 
@@ -293,7 +291,7 @@ class ScanConsumer implements ScanIngest {
     if (lane.running) return;
     lane.running = true;
     const { metrics, logger } = this.services;
-    let backoff = 100;
+    const backoff = new Backoff(100);
     let givenUp = false;
     try {
       while (lane.queue.length > 0) {
@@ -317,11 +315,10 @@ class ScanConsumer implements ScanIngest {
             return;
           }
           for (const b of batch) b.msg.working();
-          await sleep(backoff);
-          backoff = Math.min(backoff * 2, 5000);
+          await backoff.wait();
           continue;
         }
-        backoff = 100;
+        backoff.reset();
         await this.settle(batch, outcomes);
         lane.queue.splice(0, batch.length);
         for (const b of batch) {
@@ -418,7 +415,7 @@ class ScanConsumer implements ScanIngest {
     h.set('Trackd-Original-Seq', String(msg.seq));
     const original = msg.headers?.get('Nats-Msg-Id');
     if (original) h.set('Trackd-Original-Msg-Id', headerSafe(original));
-    let backoff = 100;
+    const backoff = new Backoff(100);
     for (;;) {
       try {
         // The msg id makes a re-dead-lettering after a restart a no-op within the duplicate window.
@@ -427,8 +424,7 @@ class ScanConsumer implements ScanIngest {
       } catch (err) {
         if (this.stopping) return;
         this.services.logger.warn({ err: (err as Error).message }, 'dead letter publish failed; retrying');
-        await sleep(backoff);
-        backoff = Math.min(backoff * 2, 5000);
+        await backoff.wait();
       }
     }
     this.services.metrics.inc('trackd_scans_dead_lettered_total', 'Scan messages copied to scans_dead.<org_id>', { reason: dead.reason, ...labels });

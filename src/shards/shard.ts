@@ -14,10 +14,9 @@ export const COMMAND_DEADLINE_MS = 10_000;
  * (`send`: a named command with structured arguments, answered after its commit), wherever the
  * actor runs (its own thread; the caller's thread in tools). Reads run on this thread's own
  * read-only connection (WAL lets it read committed state while the actor writes) and on this
- * thread's caches, which the actor's generation counters keep exact.
+ * thread's caches (typed per-shard state, see shardState), which the actor's generation counters keep exact.
  */
 export class Shard {
-  private readonly locals = new Map<string, unknown>();
   readonly readerStatements: StatementCache;
 
   constructor(
@@ -36,16 +35,6 @@ export class Shard {
   /** Sends a command to the shard's actor; it runs after every command this thread sent before it. */
   send<A, R>(command: ShardCommand<A, R>, args: A, options: { deadlineMs?: number } = { deadlineMs: COMMAND_DEADLINE_MS }): Promise<R> {
     return this.mailbox.send(command, args, options);
-  }
-
-  /** Per-thread state of a read feature (prepared statements, caches), created once on first use. */
-  local<T>(key: string, create: (shard: Shard) => T): T {
-    let value = this.locals.get(key) as T | undefined;
-    if (value === undefined) {
-      value = create(this);
-      this.locals.set(key, value);
-    }
-    return value;
   }
 
   async close(): Promise<void> {

@@ -21,7 +21,6 @@ export const shardFile = (dataDir: string, index: number) => path.join(dataDir, 
  */
 export class ShardWriter {
   private readonly ids = new Map<IdEntity, { next: number; end: number }>();
-  private readonly locals = new Map<string, unknown>();
 
   private constructor(
     readonly index: number,
@@ -67,16 +66,6 @@ export class ShardWriter {
       this.ids.set(entity, block);
     }
     return block.next++;
-  }
-
-  /** Writer-side state of a feature (prepared statements, caches), created once on first use. */
-  local<T>(key: string, create: (writer: ShardWriter) => T): T {
-    let value = this.locals.get(key) as T | undefined;
-    if (value === undefined) {
-      value = create(this);
-      this.locals.set(key, value);
-    }
-    return value;
   }
 
   close(): void {
