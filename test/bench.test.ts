@@ -14,7 +14,7 @@ t.test('npm run bench (tiny) measures every HTTP scenario against its ceilings a
   checkScenarios(t, output.scenarios);
   t.ok(output.scenarios.some((s) => s.status === 'measured'), 'at least one scenario was measured');
   t.match(stdout, /\| scenario/, 'a table is printed on stdout');
-  for (const s of output.scenarios.filter((s) => s.kind === 'read' && s.status === 'measured' && s.name !== 'asset-by-id-uncached')) {
+  for (const s of output.scenarios.filter((s) => s.kind === 'read' && s.status === 'measured')) {
     const scaling = (s as { ratio_to_single_thread?: number }).ratio_to_single_thread;
     t.ok(typeof scaling === 'number' && scaling > 0, `${s.name}: measured again with HTTP_THREADS=1 in the same run (${scaling}x)`);
   }

@@ -99,7 +99,10 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
           log(`${scenario.name} failed: ${(err as Error).message}`);
         }
       }
-      await measureSingleThread(ctx, selected.filter((s) => s.kind === 'read' && s.env === undefined && runs.has(s.name) && !failures.has(s.name)), runs);
+      const measured = selected.filter((s) => s.kind === 'read' && runs.has(s.name) && !failures.has(s.name));
+      // One restart per distinct environment: the plain read scenarios together, then each with an env of its own.
+      await measureSingleThread(ctx, measured.filter((s) => s.kind === 'read' && s.env === undefined), runs, {});
+      for (const s of measured) if (s.kind === 'read' && s.env !== undefined) await measureSingleThread(ctx, [s], runs, s.env);
     }
 
     const results: ScenarioResult[] = selected.map((s) => {
@@ -146,9 +149,9 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
  * thread, the shard actors and the consumer on their own threads as always), each figure filed with
  * that run's default-layout figure.
  */
-async function measureSingleThread(ctx: BenchContext, scenarios: Scenario[], runs: Map<string, ScenarioRun[]>): Promise<void> {
+async function measureSingleThread(ctx: BenchContext, scenarios: Scenario[], runs: Map<string, ScenarioRun[]>, env: Record<string, string>): Promise<void> {
   if (scenarios.length === 0) return;
-  await ctx.restartTrackd({ HTTP_THREADS: '1' });
+  await ctx.restartTrackd({ ...env, HTTP_THREADS: '1' });
   try {
     for (const scenario of scenarios) {
       if (scenario.kind !== 'read') continue;
