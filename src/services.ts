@@ -1,3 +1,4 @@
+import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { ControlPlane } from './control/controlPlane.js';
 import type { Logger } from './log.js';
@@ -14,6 +15,8 @@ export interface Services {
   shards: ShardRegistry;
   /** Readiness inputs for /readyz: each part sets its own flag (shared by every thread of the process). */
   readiness: { storage: boolean; consumer: boolean };
+  /** Where this thread reads the time (default: the system clock). */
+  clock?: Clock;
   /** The Prometheus text of the whole process (every thread's series); defaults to this thread's registry. */
   scrapeMetrics?: () => Promise<string>;
   /** Turns storage failures (disk full, read-only) into readiness 503 and a 503 answer. */

@@ -54,7 +54,20 @@ export async function openRouteTable(dataDir: string): Promise<OpenRouteTable> {
       const found = shards.forOrg(principal.orgId);
       if (found === undefined) throw new Error(`no shard for org ${principal.orgId}`);
       const shard: Shard = found instanceof Promise ? await found : found;
-      return { requestId: 'bench', method: route.method, path, params, query, body: {}, principal, shard };
+      return {
+        requestId: 'bench',
+        // Read per call: the in-process loop reuses one context for many calls, as requests would not.
+        get now() {
+          return Date.now();
+        },
+        method: route.method,
+        path,
+        params,
+        query,
+        body: {},
+        principal,
+        shard,
+      };
     },
     async close() {
       authenticator.close();

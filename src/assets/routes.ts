@@ -23,7 +23,7 @@ export function assetRoutes(): Route[] {
       scopes: READ,
       query: masterListParams(['external_key', 'name', 'created_at', 'updated_at'], 'external_key'),
       responses: { 200: { description: 'A page of assets', schema: ListEnvelope(AssetView) } },
-      handler: (ctx) => ({ status: 200, body: listAssets(ctx.shard, ctx.principal.orgId, ctx.query) }),
+      handler: (ctx) => ({ status: 200, body: listAssets(ctx.shard, ctx.principal.orgId, ctx.query, ctx.now) }),
     },
     {
       method: 'POST',

@@ -69,8 +69,8 @@ export const AssetCreate = Type.Object(
   { additionalProperties: false },
 );
 
-export function assetCreateErrors(body: Record<string, unknown>): FieldError[] {
-  return [...metadataErrors(body), ...tagListErrors(body), ...locationFieldErrors(body), ...bodyWindowErrors(body, Date.now())];
+export function assetCreateErrors(body: Record<string, unknown>, now: number): FieldError[] {
+  return [...metadataErrors(body), ...tagListErrors(body), ...locationFieldErrors(body), ...bodyWindowErrors(body, now)];
 }
 
 export const AssetPatch = Type.Object(

@@ -44,8 +44,7 @@ export function getAsset(shard: Shard, orgId: number, id: number): AssetView {
 
 const SORT_COLUMNS = { external_key: 'a.external_key', name: 'a.name', created_at: 'a.created_at', updated_at: 'a.updated_at' };
 
-export function listAssets(shard: Shard, orgId: number, query: Record<string, unknown>): Page<AssetView> {
-  const now = Date.now();
+export function listAssets(shard: Shard, orgId: number, query: Record<string, unknown>, now: number): Page<AssetView> {
   const build = (tagMatch: TagMatch) => applyMasterFilters(orgQuery('assets', 'a', orgId), 'a', orgId, query, now, 'asset_id', tagMatch);
   return masterPage(shard, build, { table: 'assets', alias: 'a', orgId, tagColumn: 'asset_id', query, columns: SORT_COLUMNS, extraSelect: ['a.metadata'], toView, now, indexedSorts: Object.keys(SORT_COLUMNS) });
 }
@@ -70,7 +69,7 @@ const createCommand = shardCommand(
   'assets.create',
   (shard, { orgId, body }: { orgId: number; body: AssetCreateBody }): AssetView =>
     shard.writer.transaction(() => {
-      const now = Date.now();
+      const now = shard.now;
       const validFrom = requestTime(body.valid_from) ?? now;
       const validTo = requestTime(body.valid_to) ?? null;
       const errors: FieldError[] = [];
@@ -116,7 +115,7 @@ const patchCommand = shardCommand(
         has('metadata') ? JSON.stringify(patch.metadata) : row.metadata,
         validFrom,
         validTo,
-        nextUpdatedAt(row.updated_at, Date.now()),
+        nextUpdatedAt(row.updated_at, shard.now),
         id,
         orgId,
       );
@@ -132,7 +131,7 @@ export function patchAsset(shard: Shard, orgId: number, id: number, body: Record
 const renameCommand = shardCommand(
   'assets.rename',
   (shard, { orgId, id, externalKey }: { orgId: number; id: number; externalKey: string }): AssetView => {
-    renameRow(shard, 'assets', orgId, id, externalKey, Date.now());
+    renameRow(shard, 'assets', orgId, id, externalKey, shard.now);
     return readWritten(shard, orgId, id);
   },
   ({ id }) => assetRow(id),
@@ -144,7 +143,7 @@ export function renameAsset(shard: Shard, orgId: number, id: number, externalKey
 
 const deleteCommand = shardCommand(
   'assets.delete',
-  (shard, { orgId, id }: { orgId: number; id: number }): void => softDeleteRow(shard, 'assets', orgId, id, Date.now()),
+  (shard, { orgId, id }: { orgId: number; id: number }): void => softDeleteRow(shard, 'assets', orgId, id, shard.now),
   ({ id }) => assetRow(id),
 );
 

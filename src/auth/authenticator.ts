@@ -1,4 +1,5 @@
 import { ApiError } from '../errors/catalog.js';
+import { systemClock, type Clock } from '../clock.js';
 import type { ControlPlane } from '../control/controlPlane.js';
 import type { Logger } from '../log.js';
 import type { SigningKey } from './signingKey.js';
@@ -39,14 +40,16 @@ export class Authenticator {
   private readonly cache = new Map<string, Principal>();
   private readonly revoked = new Set<string>();
   private readonly timer: NodeJS.Timeout;
-  private lastPoll = Date.now();
+  private lastPoll: number;
 
   constructor(
     private readonly control: ControlPlane,
     private readonly key: SigningKey,
     private readonly env: string,
     private readonly logger: Logger,
+    private readonly clock: Clock = systemClock,
   ) {
+    this.lastPoll = clock.now();
     this.timer = setInterval(() => this.pollRevocations(), REVOCATION_POLL_MS);
     this.timer.unref();
   }
@@ -56,7 +59,7 @@ export class Authenticator {
   }
 
   private pollRevocations(): void {
-    const now = Date.now();
+    const now = this.clock.now();
     try {
       for (const row of this.control.revokedSince(this.lastPoll - 5_000)) this.revoked.add(row.id);
       this.lastPoll = now;
@@ -92,7 +95,7 @@ export class Authenticator {
     if (claims === undefined || claims.typ !== 'api_key' || claims.env !== this.env || !Array.isArray(claims.scopes)) {
       throw unauthorized(authDetails.invalid);
     }
-    const now = Date.now();
+    const now = this.clock.now();
     if (claims.nbf !== undefined && claims.nbf * 1000 > now) throw unauthorized(authDetails.invalid);
     const row = this.control.getKey(claims.sub);
     if (row === undefined || row.org_id !== claims.org) throw unauthorized(authDetails.invalid);

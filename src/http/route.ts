@@ -9,6 +9,8 @@ export type BodyContentType = 'application/json' | 'application/merge-patch+json
 
 export interface RequestContext {
   requestId: string;
+  /** The request's one clock reading (epoch ms): the temporal rule and every other "now" of its handler. */
+  now: number;
   method: Method;
   path: string;
   /** Path ids, already checked to lie in 1..2147483647. */
@@ -62,7 +64,7 @@ export interface Route {
     schema: TSchema;
     contentType: BodyContentType;
     /** Extra checks on a body that may still hold wrongly typed values; reported with the schema's failures. */
-    check?: (body: Record<string, unknown>) => FieldError[];
+    check?: (body: Record<string, unknown>, now: number) => FieldError[];
     /**
      * Checks that need the organization's data (foreign keys, read-only echoes against the row). Called
      * only when the request already failed elsewhere, on the shard's reader, so that every failure is

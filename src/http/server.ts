@@ -18,6 +18,7 @@ import { ResponseCache } from './responseCache.js';
 import type { RowStamp } from '../shards/generations.js';
 import { findDuplicateKey, hasLoneSurrogate } from './json.js';
 import type { Reply, RequestContext, Route } from './route.js';
+import { systemClock, type Clock } from '../clock.js';
 
 /** Largest request body accepted (1 MiB); larger bodies get 413 payload_too_large. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -93,6 +94,8 @@ export interface HttpServerOptions {
   storageHealth?: StorageHealth;
   /** Budget of each shard's response cache (routes marked `cacheable`); 0 turns it off. */
   responseCacheBytes: number;
+  /** Where the server reads the time (default: the system clock). */
+  clock?: Clock;
   /** The process's shared rate-limit table (every HTTP thread takes from the same budgets). */
   rateLimitBuffers?: ReturnType<typeof rateLimitBuffers>;
 }
@@ -115,10 +118,12 @@ export class HttpServer {
   port = 0;
 
   private readonly limitText: string;
+  private readonly clock: Clock;
 
   constructor(private readonly options: HttpServerOptions) {
     this.limiter = new RateLimiter(options.rateLimitPerMinute, options.rateLimitBuffers);
     this.limitText = String(options.rateLimitPerMinute);
+    this.clock = options.clock ?? systemClock;
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
 
@@ -222,7 +227,7 @@ export class HttpServer {
     try {
       if (route.scopes !== undefined) {
         const token = Authenticator.bearerToken(authorization, hasApiKeyHeader);
-        principal = this.options.authenticator.cached(token, Date.now());
+        principal = this.options.authenticator.cached(token, this.clock.now());
         if (principal === undefined) {
           const verifying = this.options.authenticator.verify(token);
           void this.continueAsync(p, compiled, verifying, rawQuery, contentType, body, isHead, match.params);
@@ -267,7 +272,7 @@ export class HttpServer {
     const route = compiled.route;
     try {
       if (p.isApi && principal !== undefined) {
-        p.rate = this.limiter.take(principal.apiKeyId, Date.now());
+        p.rate = this.limiter.take(principal.apiKeyId, this.clock.now());
         if (!this.limiter.allowed(p.rate)) throw this.rateLimited(p.rate);
       }
       if (principal !== undefined && route.scopes !== undefined) {
@@ -303,7 +308,7 @@ export class HttpServer {
         if (raw === undefined) return; // already answered (413, 408) or the client is gone
         body = parseJsonObject(raw, route.method === 'PATCH');
         errors.push(...compiled.validateBody!(body));
-        if (route.body.check) errors.push(...route.body.check(body));
+        if (route.body.check) errors.push(...route.body.check(body, this.clock.now()));
         if (errors.length > 0 && route.body.resolve && shard !== undefined) {
           const scope = { shard: shard instanceof Promise ? await shard : shard, orgId: principal!.orgId, params };
           const failed = new Set(errors.map((e) => e.field));
@@ -324,6 +329,7 @@ export class HttpServer {
       }
       const ctx: RequestContext = {
         requestId: p.requestId,
+        now: this.clock.now(),
         method: route.method,
         path: p.path,
         params,
@@ -377,7 +383,7 @@ export class HttpServer {
   }
 
   private rateLimited(w: RateWindow): ApiError {
-    const retryAfter = this.limiter.resetSeconds(w, Date.now());
+    const retryAfter = this.limiter.resetSeconds(w, this.clock.now());
     return new ApiError('rate_limited', `Rate limit of ${this.limiter.limit} requests per minute exceeded; retry after ${retryAfter} seconds`, {
       headers: { 'Retry-After': String(retryAfter) },
     });
@@ -400,7 +406,7 @@ export class HttpServer {
     // Every public-surface response carries the rate-limit headers. A request that never got as far as
     // an API key (no auth needed, or it failed) is counted against the client address, with the same budget.
     if (p.rate === undefined && p.isApi) {
-      p.rate = this.limiter.take(`ip:${remoteAddress(p.res)}`, Date.now());
+      p.rate = this.limiter.take(`ip:${remoteAddress(p.res)}`, this.clock.now());
       if (!this.limiter.allowed(p.rate)) reply = this.errorReply(p, this.rateLimited(p.rate));
     }
     p.done = true;
@@ -414,7 +420,7 @@ export class HttpServer {
       if (p.rate !== undefined) {
         res.writeHeader('X-RateLimit-Limit', this.limitText);
         res.writeHeader('X-RateLimit-Remaining', String(this.limiter.remaining(p.rate)));
-        res.writeHeader('X-RateLimit-Reset', String(this.limiter.resetSeconds(p.rate, Date.now())));
+        res.writeHeader('X-RateLimit-Reset', String(this.limiter.resetSeconds(p.rate, this.clock.now())));
       }
       if (reply.headers !== undefined) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]);
       if (text === undefined) {

@@ -39,7 +39,7 @@ const createCommand = shardCommand(
   (shard, { orgId, body }: BodyArgs): LocationView =>
     shard.writer.transaction(() => {
       const stmts = writeStatements(shard);
-      const now = Date.now();
+      const now = shard.now;
       const errors: FieldError[] = [];
       const parent = resolveParent(stmts, orgId, body, undefined, errors);
       const validFrom = requestTime(body.valid_from) ?? now;
@@ -133,7 +133,7 @@ const patchCommand = shardCommand(
           parentId,
           validFrom,
           validTo,
-          nextUpdatedAt(row.updated_at, Date.now()),
+          nextUpdatedAt(row.updated_at, shard.now),
           id,
           orgId,
         );
@@ -161,7 +161,7 @@ const deleteCommand = shardCommand(
       if (hasLiveAssetsAt(shard.writer, orgId, id)) {
         throw ApiError.conflict('location has assets placed at it; they stay until scanned elsewhere or deleted, cascade is not supported');
       }
-      softDeleteRow(shard, 'locations', orgId, id, Date.now());
+      softDeleteRow(shard, 'locations', orgId, id, shard.now);
     })(),
   'any',
 );
@@ -179,7 +179,7 @@ const renameCommand = shardCommand(
   'locations.rename',
   (shard, { orgId, id, key }: { orgId: number; id: number; key: string }): RenameOutcome => {
     const stmts = writeStatements(shard);
-    const changed = renameRow(shard, 'locations', orgId, id, key, Date.now());
+    const changed = renameRow(shard, 'locations', orgId, id, key, shard.now);
     const count = changed ? (stmts.liveDescendantCount.get({ org: orgId, id }) as number) : 0;
     return { data: written(stmts, orgId, id), descendant_count_affected: count };
   },

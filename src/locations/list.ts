@@ -9,14 +9,13 @@ import { toView } from './view.js';
 const SORT_COLUMNS = { external_key: 'l.external_key', name: 'l.name', created_at: 'l.created_at' };
 
 /** GET /api/v1/locations (interface 4.3): the shared filters plus the paired parent filters. */
-export function listLocations(shard: Shard, orgId: number, query: Record<string, unknown>): Page<LocationView> {
+export function listLocations(shard: Shard, orgId: number, query: Record<string, unknown>, now: number): Page<LocationView> {
   const parentIds = query.parent_id as number[] | undefined;
   const parentKeys = query.parent_external_key as string[] | undefined;
   if (parentIds !== undefined && parentKeys !== undefined) {
     const message = 'parent_id and parent_external_key are two forms of one filter; send only one of them';
     throwIfInvalid([fieldError('parent_id', 'ambiguous_fields', message), fieldError('parent_external_key', 'ambiguous_fields', message)]);
   }
-  const now = Date.now();
   const build = (tagMatch: TagMatch) => {
     const base = applyMasterFilters(orgQuery('locations', 'l', orgId), 'l', orgId, query, now, 'location_id', tagMatch);
     if (parentIds !== undefined) base.whereIn('l.parent_id', parentIds);

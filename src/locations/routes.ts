@@ -49,7 +49,7 @@ const treeRoute = (
     const id = requireLive(ctx);
     const paging = { limit: ctx.query.limit as number, offset: ctx.query.offset as number };
     const subtrees = TableMemo.of<number[]>(ctx.shard, 'locations.subtrees', 'locations', 256);
-    return { status: 200, body: run(readStatements(ctx.shard), ctx.principal.orgId, id, Date.now(), paging, subtrees) };
+    return { status: 200, body: run(readStatements(ctx.shard), ctx.principal.orgId, id, ctx.now, paging, subtrees) };
   },
 });
 
@@ -64,7 +64,7 @@ export function locationRoutes(): Route[] {
       scopes: READ,
       query: listQuery,
       responses: { 200: { description: 'A page of locations', schema: LocationList } },
-      handler: (ctx) => ({ status: 200, body: listLocations(ctx.shard, ctx.principal.orgId, ctx.query) }),
+      handler: (ctx) => ({ status: 200, body: listLocations(ctx.shard, ctx.principal.orgId, ctx.query, ctx.now) }),
     },
     {
       method: 'POST',

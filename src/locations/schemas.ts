@@ -92,7 +92,7 @@ export const listQuery: QuerySpec = {
 };
 
 /** Body checks reported with the schema's failures (tag_type rule, valid window on the body alone). */
-export const createErrors = (body: Record<string, unknown>): FieldError[] => [...tagListErrors(body), ...bodyWindowErrors(body, Date.now())];
+export const createErrors = (body: Record<string, unknown>, now: number): FieldError[] => [...tagListErrors(body), ...bodyWindowErrors(body, now)];
 export const patchErrors = (body: Record<string, unknown>): FieldError[] => bodyWindowErrors(body);
 
 /** The tree endpoints page with limit/offset in a fixed order; `sort` is refused. */

@@ -124,7 +124,7 @@ const attachCommand = shardCommand(
   (shard, { orgId, owner, ownerId, tag }: OwnerArgs & { tag: TagRequestBody }): TagView =>
     shard.writer.transaction(() => {
       if (!ownerIsLive(shard, owner, orgId, ownerId)) throw ApiError.notFound(`${owner.noun} ${ownerId} not found`);
-      return insertTags(shard, orgId, owner, ownerId, [tag], Date.now())[0];
+      return insertTags(shard, orgId, owner, ownerId, [tag], shard.now)[0];
     })(),
   ({ owner, ownerId }) => ownerRow(owner, ownerId),
 );
@@ -139,7 +139,7 @@ const detachCommand = shardCommand(
   (shard, { orgId, owner, ownerId, tagId }: OwnerArgs & { tagId: number }): void => {
     if (!ownerIsLive(shard, owner, orgId, ownerId)) throw ApiError.notFound(`${owner.noun} ${ownerId} not found`);
     const sql = `UPDATE tags SET deleted_at = ? WHERE id = ? AND org_id = ? AND ${owner.column} = ? AND deleted_at IS NULL`;
-    const result = writerStatements(shard).get(sql).run(Date.now(), tagId, orgId, ownerId);
+    const result = writerStatements(shard).get(sql).run(shard.now, tagId, orgId, ownerId);
     if (result.changes === 0) throw ApiError.notFound(`tag ${tagId} is not attached to ${owner.noun} ${ownerId}`);
   },
   ({ owner, ownerId }) => ownerRow(owner, ownerId),

@@ -24,6 +24,8 @@ export interface ApplyOptions {
    * instead of growing with every scan a parked tag produces.
    */
   eventIdRetentionMs?: number;
+  /** The batch's time (the consumer's clock reading): event-id pruning is judged against it. Default: the system clock. */
+  now?: number;
 }
 
 const DEFAULT_EVENT_ID_RETENTION_MS = 86_400_000;
@@ -137,8 +139,8 @@ class ScanStore {
   }
 
   /** Forgets event ids older than the retention horizon, at most about ten times per horizon (indexed delete). */
-  private pruneEventIds(retentionMs: number): void {
-    this.batchStartedAt = Date.now();
+  private pruneEventIds(retentionMs: number, now: number): void {
+    this.batchStartedAt = now;
     if (this.batchStartedAt - this.lastPrune < Math.min(60_000, Math.max(100, retentionMs / 10))) return;
     this.lastPrune = this.batchStartedAt;
     this.s.pruneEvents.run(this.batchStartedAt - retentionMs);
@@ -150,7 +152,7 @@ class ScanStore {
     const appliedSeqs = new Map<string, number>();
     this.trimPositions();
     const outcomes = this.db.transaction(() => {
-      this.pruneEventIds(options.eventIdRetentionMs ?? DEFAULT_EVENT_ID_RETENTION_MS);
+      this.pruneEventIds(options.eventIdRetentionMs ?? DEFAULT_EVENT_ID_RETENTION_MS, options.now ?? Date.now());
       const { epoch, additions } = this.s.epoch.get() as { epoch: number; additions: number };
       if (epoch !== this.epoch) {
         this.tagHits.clear();

@@ -12,6 +12,7 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
+import { systemClock, type Clock } from '../clock.js';
 import type { Services } from '../services.js';
 import { Backoff } from './backoff.js';
 import { applyScanBatch, bindStream, type ScanOutcome } from './apply.js';
@@ -112,6 +113,7 @@ class ScanConsumer implements ScanIngest {
   private readonly loop: Promise<void>;
   private readonly historyGapMs: number;
   private readonly eventIdRetentionMs: number;
+  private readonly clock: Clock;
   /** Connected and consuming (readiness). */
   ready = false;
 
@@ -125,6 +127,7 @@ class ScanConsumer implements ScanIngest {
   ) {
     this.historyGapMs = services.config.HISTORY_GAP_SECONDS * 1000;
     this.eventIdRetentionMs = services.config.EVENT_ID_RETENTION_SECONDS * 1000;
+    this.clock = services.clock ?? systemClock;
     const { metrics } = services;
     metrics.onCollect(() => {
       metrics.set('trackd_scans_in_hand', 'Scan messages delivered and not yet acked', source.labels, this.inHand.size);
@@ -232,7 +235,7 @@ class ScanConsumer implements ScanIngest {
     if ('dead' in route) return this.deadLetter(msg, route.orgToken, route.dead, labels);
     const shardIndex = this.services.shards.shardIndexOf(route.orgId);
     if (shardIndex === undefined) return this.deadLetter(msg, route.orgToken, { reason: 'unknown_org', detail: `organization ${route.orgId} does not exist` }, labels);
-    const decoded = this.source.decode(msg.subject, route.orgId, msg.data, Date.now());
+    const decoded = this.source.decode(msg.subject, route.orgId, msg.data, this.clock.now());
     if ('dead' in decoded) return this.deadLetter(msg, route.orgToken, decoded.dead, labels);
     if (decoded.scans.length === 0) {
       // Nothing to apply (a reader message without tag reads): no shard state depends on it.
@@ -304,7 +307,7 @@ class ScanConsumer implements ScanIngest {
             lane.bound = true;
           }
           const started = performance.now();
-          outcomes = await applyScanBatch(shard, batch.flatMap((b) => b.items), { historyGapMs: this.historyGapMs, eventIdRetentionMs: this.eventIdRetentionMs });
+          outcomes = await applyScanBatch(shard, batch.flatMap((b) => b.items), { historyGapMs: this.historyGapMs, eventIdRetentionMs: this.eventIdRetentionMs, now: this.clock.now() });
           metrics.observe('trackd_scan_batch_seconds', 'Time to apply one shard batch of scans', { ...this.source.labels, shard: lane.index }, (performance.now() - started) / 1000);
         } catch (err) {
           metrics.inc('trackd_scan_batch_failures_total', 'Shard batches that failed and will be retried', { ...this.source.labels, shard: lane.index });

@@ -39,7 +39,7 @@ export function scanRoutes(): Route[] {
       responses: { 200: { description: 'One row per scanned asset', schema: ListEnvelope(AssetLocationItem) } },
       handler: (ctx) => {
         checkPairedFilters(ctx.query);
-        const page = assetLocationsReport(ctx.shard, ctx.principal.orgId, ctx.query as unknown as ReportFilters, Date.now());
+        const page = assetLocationsReport(ctx.shard, ctx.principal.orgId, ctx.query as unknown as ReportFilters, ctx.now);
         return { status: 200, body: page };
       },
     },
@@ -62,7 +62,7 @@ export function scanRoutes(): Route[] {
           ctx.shard,
           assetId,
           { from, to, sort: ctx.query.sort as SortTerm[], limit: ctx.query.limit as number, offset: ctx.query.offset as number },
-          Date.now(),
+          ctx.now,
         );
         return { status: 200, body: page };
       },

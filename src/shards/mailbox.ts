@@ -1,5 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
 import { ApiError, type ErrorType, type FieldError } from '../errors/catalog.js';
+import { systemClock, type Clock } from '../clock.js';
 import type { ShardCommand } from './commands.js';
 import type { ShardWriter } from './writer.js';
 
@@ -8,6 +9,8 @@ export interface CommandMessage {
   id: number;
   name: string;
   args: unknown;
+  /** The sender's clock reading: the command's "now" (timestamps it writes, rules it judges). */
+  now: number;
   /** Epoch ms after which the actor refuses to start the command (503, nothing changed). */
   deadline?: number;
 }
@@ -55,7 +58,10 @@ export class PortMailbox implements Mailbox {
   private readonly waiting = new Map<number, Waiting>();
   private nextId = 1;
 
-  constructor(private readonly port: MessagePort) {
+  constructor(
+    private readonly port: MessagePort,
+    private readonly clock: Clock = systemClock,
+  ) {
     port.on('message', (answer: CommandAnswer) => {
       const w = this.waiting.get(answer.id);
       if (w === undefined) return;
@@ -68,7 +74,8 @@ export class PortMailbox implements Mailbox {
 
   send<A, R>(command: ShardCommand<A, R>, args: A, options: { deadlineMs?: number } = {}): Promise<R> {
     const id = this.nextId++;
-    const message: CommandMessage = { id, name: command.name, args, deadline: options.deadlineMs === undefined ? undefined : Date.now() + options.deadlineMs };
+    const now = this.clock.now();
+    const message: CommandMessage = { id, name: command.name, args, now, deadline: options.deadlineMs === undefined ? undefined : now + options.deadlineMs };
     return new Promise<R>((resolve, reject) => {
       this.waiting.set(id, { resolve: resolve as (value: unknown) => void, reject });
       this.port.postMessage(message);
@@ -90,10 +97,14 @@ export class LocalMailbox implements Mailbox {
   private tail: Promise<unknown> = Promise.resolve();
   private nextId = 1;
 
-  constructor(readonly writer: ShardWriter) {}
+  constructor(
+    readonly writer: ShardWriter,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   send<A, R>(command: ShardCommand<A, R>, args: A, options: { deadlineMs?: number } = {}): Promise<R> {
-    const message: CommandMessage = { id: this.nextId++, name: command.name, args: structuredClone(args), deadline: options.deadlineMs === undefined ? undefined : Date.now() + options.deadlineMs };
+    const now = this.clock.now();
+    const message: CommandMessage = { id: this.nextId++, name: command.name, args: structuredClone(args), now, deadline: options.deadlineMs === undefined ? undefined : now + options.deadlineMs };
     const run = this.tail.then(() => {
       const answer = this.writer.execute(message);
       if (answer.error !== undefined) throw decodeError(answer.error);

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { shardMigrations } from '../../migrations/shard/index.js';
 import { ApiError } from '../errors/catalog.js';
+import { systemClock } from '../clock.js';
 import type { ControlPlane } from '../control/controlPlane.js';
 import { checkpointInBackground } from '../storage/checkpointer.js';
 import { migrate, openDatabase, type Db } from '../storage/sqlite.js';
@@ -21,6 +22,8 @@ export const shardFile = (dataDir: string, index: number) => path.join(dataDir, 
  */
 export class ShardWriter {
   private readonly ids = new Map<IdEntity, { next: number; end: number }>();
+  /** The running command's time (its message's `now`): commands read the clock only through this. */
+  now = 0;
 
   private constructor(
     readonly index: number,
@@ -43,11 +46,13 @@ export class ShardWriter {
   /** Runs one mailbox message to its answer. Never throws: a failure is the answer. */
   execute(message: CommandMessage): CommandAnswer {
     try {
-      if (message.deadline !== undefined && Date.now() > message.deadline) {
+      // The deadline is the actor's own wall clock against the sender's: how long the message waited.
+      if (message.deadline !== undefined && systemClock.now() > message.deadline) {
         throw new ApiError('service_unavailable', 'The write waited too long behind other work of its shard; nothing was changed; retry later', { headers: { 'Retry-After': '1' } });
       }
       const command = commandNamed(message.name);
       if (command === undefined) throw new Error(`unknown shard command ${message.name}`);
+      this.now = message.now;
       const value = command.run(this, message.args);
       this.generations.bump(command.effects(message.args, value));
       return { id: message.id, value };
