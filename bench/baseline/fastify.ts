@@ -5,7 +5,8 @@
  * Run as its own process: `node fastify.js DATA_DIR`; prints {"ready":true,"port":N}.
  */
 import Fastify from 'fastify';
-import { Authenticator, type Principal } from '../../src/auth/authenticator.js';
+import type { Principal } from '../../src/auth/authenticator.js';
+import { authenticate, requireScopes } from '../../src/http/steps.js';
 import { openRouteTable } from '../lib/routeTable.js';
 
 const dataDir = process.argv[2];
@@ -16,14 +17,18 @@ for (const route of table.routes) {
   if (route.method !== 'GET' || route.scopes === undefined || !route.path.startsWith('/api/v1/')) continue;
   const fastifyPath = route.path.replace(/\{(\w+)\}/g, ':$1');
   app.get(fastifyPath, async (request, reply) => {
-    let principal: Principal | undefined;
+    // The same request steps as trackd's server (authentication, scopes, inputs), over fastify's HTTP.
+    let principal: Principal;
     try {
-      const token = Authenticator.bearerToken(request.headers.authorization ?? '', false);
-      principal = table.authenticator.cached(token, Date.now()) ?? (await table.authenticator.verify(token));
+      principal = (await authenticate(table.authenticator, route, request.headers.authorization ?? '', false, Date.now()))!;
     } catch {
       return reply.code(401).send({ type: 'unauthorized' });
     }
-    if (route.scopes!.some((s) => !principal.scopes.has(s))) return reply.code(403).send({ type: 'forbidden' });
+    try {
+      requireScopes(route, principal);
+    } catch {
+      return reply.code(403).send({ type: 'forbidden' });
+    }
     const url = request.raw.url ?? '';
     const q = url.indexOf('?');
     try {

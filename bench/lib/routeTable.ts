@@ -8,7 +8,7 @@ import { loadSigningKey } from '../../src/auth/signingKey.js';
 import { loadConfig } from '../../src/config.js';
 import { ControlPlane } from '../../src/control/controlPlane.js';
 import type { FieldError } from '../../src/errors/catalog.js';
-import { parsePathId, parseQuery } from '../../src/http/query.js';
+import { compileRoute, parseInputs, type CompiledRoute } from '../../src/http/steps.js';
 import type { RequestContext, Route } from '../../src/http/route.js';
 import { Router, type Method } from '../../src/http/router.js';
 import { createLogger } from '../../src/log.js';
@@ -39,6 +39,7 @@ export async function openRouteTable(dataDir: string): Promise<OpenRouteTable> {
   const routes = allRoutes(services);
   const router = new Router<Route>();
   for (const route of routes) router.add(route.method, route.path, route);
+  const compiled = new Map<Route, CompiledRoute>();
 
   return {
     routes,
@@ -47,9 +48,9 @@ export async function openRouteTable(dataDir: string): Promise<OpenRouteTable> {
     shards,
     async context(route, principal, rawParams, rawQuery, path) {
       const errors: FieldError[] = [];
-      const params: Record<string, number> = {};
-      for (const [name, text] of Object.entries(rawParams)) params[name] = parsePathId(name, text, errors);
-      const query = parseQuery(rawQuery, route.query ?? {}, errors);
+      let compiledRoute = compiled.get(route);
+      if (compiledRoute === undefined) compiled.set(route, (compiledRoute = compileRoute(route)));
+      const { params, query } = parseInputs(compiledRoute, rawParams, rawQuery, true, errors);
       if (errors.length > 0) throw new Error(`invalid request ${path}?${rawQuery}: ${JSON.stringify(errors)}`);
       const found = shards.forOrg(principal.orgId);
       if (found === undefined) throw new Error(`no shard for org ${principal.orgId}`);

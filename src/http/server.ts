@@ -1,9 +1,8 @@
-import { TextDecoder } from 'node:util';
 import uWS from 'uWebSockets.js';
 import { monotonicFactory } from 'ulid';
 import { ApiError, type FieldError } from '../errors/catalog.js';
 import { asApiError, errorEnvelope } from '../errors/envelope.js';
-import { Authenticator, authDetails, unauthorized, type Principal } from '../auth/authenticator.js';
+import type { Authenticator, Principal } from '../auth/authenticator.js';
 import type { ShardRegistry } from '../shards/registry.js';
 import type { StorageHealth } from '../storage/health.js';
 import type { Shard } from '../shards/shard.js';
@@ -11,13 +10,24 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { Cell, HistogramSeries } from '../ops/metrics.js';
 import { RateLimiter, type RateWindow, type rateLimitBuffers } from './rateLimit.js';
-import { Router, type Method } from './router.js';
-import { parsePathId, parseQuery } from './query.js';
-import { compileValidator, type BodyValidator } from './validation.js';
-import { ResponseCache } from './responseCache.js';
-import type { RowStamp } from '../shards/generations.js';
-import { findDuplicateKey, hasLoneSurrogate } from './json.js';
+import { Router } from './router.js';
 import type { Reply, RequestContext, Route } from './route.js';
+import {
+  authenticate,
+  cacheLookup,
+  callHandler,
+  checkMediaType,
+  compileRoute,
+  decodeBody,
+  matchRoute,
+  parseInputs,
+  rateLimited,
+  requireScopes,
+  resolveShard,
+  takeRate,
+  validateBody,
+  type CompiledRoute,
+} from './steps.js';
 import { systemClock, type Clock } from '../clock.js';
 
 /** Largest request body accepted (1 MiB); larger bodies get 413 payload_too_large. */
@@ -49,17 +59,9 @@ const STATUS_TEXT: Record<number, string> = {
   503: '503 Service Unavailable',
 };
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 // Math.random, not the default webcrypto PRNG (16 one-byte getRandomValues calls per new millisecond):
 // request ids need uniqueness, not secrecy, and the default cost 15% of an asset read (bench profile).
 const nextUlid = monotonicFactory(Math.random);
-
-interface CompiledRoute {
-  route: Route;
-  validateBody: BodyValidator | undefined;
-  paramNames: string[];
-  metricRoute: string;
-}
 
 interface Pending {
   res: uWS.HttpResponse;
@@ -101,9 +103,11 @@ export interface HttpServerOptions {
 }
 
 /**
- * The HTTP front end: one uWS catch-all handler, our own router (so 404 and 405 with Allow are ours),
- * one request wrapper that copies what it needs out of `req`, registers onAborted first, reads the
- * body into a bounded buffer, corks every write and never touches `res` after an abort.
+ * The uWS adapter of one HTTP thread: one catch-all handler that copies what it needs out of `req`,
+ * registers onAborted first, reads the body into a bounded buffer, runs the request steps
+ * (steps.ts: route, authenticate, rate limit, scopes, shard, inputs, body, cache, handler) and
+ * writes the answer corked, never touching `res` after an abort; plus listening, draining, and the
+ * request's log line and metrics.
  */
 export class HttpServer {
   private readonly app = uWS.App();
@@ -128,20 +132,9 @@ export class HttpServer {
   }
 
   addRoutes(routes: Route[]): void {
-    for (const route of routes) {
-      // The OpenAPI document is built from this table: nothing undescribed may be served under /api/v1/.
-      if (route.undocumented && route.path.startsWith('/api/v1/')) throw new Error(`route ${route.method} ${route.path} must be documented`);
-      const paramNames = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
-      this.router.add(route.method, route.path, {
-        route,
-        validateBody: route.body ? compileValidator(route.body.schema) : undefined,
-        paramNames,
-        metricRoute: route.path,
-      });
-    }
+    for (const route of routes) this.router.add(route.method, route.path, compileRoute(route));
   }
 
-  /** Listens on the configured port, or on `port` (another thread's, shared through SO_REUSEPORT). */
   listen(port = this.options.port): Promise<number> {
     return new Promise((resolve, reject) => {
       this.app.listen(this.options.host, port, (socket) => {
@@ -170,6 +163,7 @@ export class HttpServer {
     (this.app as unknown as { close?: () => void }).close?.();
   }
 
+  /** The uWS side of a request: copy what is needed out of `req` (valid only in this call), then the steps. */
   private onRequest(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
     const started = performance.now();
     const method = req.getCaseSensitiveMethod();
@@ -202,131 +196,51 @@ export class HttpServer {
     this.inFlight++;
 
     if (this.draining) return this.fail(p, new ApiError('service_unavailable', 'The server is shutting down'), true);
-
-    const match = this.router.match(path);
-    if (match === undefined) return this.fail(p, ApiError.notFound(`No resource at ${path}`));
-    const isHead = method === 'HEAD';
-    const compiled = match.handlers.get((isHead ? 'GET' : method) as Method);
-    if (compiled === undefined) {
-      const allow: string[] = [...match.handlers.keys()];
-      if (allow.includes('GET')) allow.splice(allow.indexOf('GET') + 1, 0, 'HEAD');
-      const allowText = allow.join(', ');
-      return this.fail(p, new ApiError('method_not_allowed', `Method ${method} is not allowed; allowed methods: ${allowText}`, { headers: { Allow: allowText } }));
-    }
-    p.route = compiled.metricRoute;
-    const route = compiled.route;
-
+    let compiled: CompiledRoute;
+    let rawParams: Record<string, string>;
+    let principal: Principal | Promise<Principal> | undefined;
     let body: Promise<Buffer | undefined> | undefined;
-    if (route.body !== undefined) {
-      const declared = contentLength === '' ? undefined : Number(contentLength);
-      if (declared !== undefined && declared > MAX_BODY_BYTES) return this.fail(p, tooLarge(), true);
-      body = this.readBody(p);
-    }
-
-    let principal: Principal | undefined;
     try {
-      if (route.scopes !== undefined) {
-        const token = Authenticator.bearerToken(authorization, hasApiKeyHeader);
-        principal = this.options.authenticator.cached(token, this.clock.now());
-        if (principal === undefined) {
-          const verifying = this.options.authenticator.verify(token);
-          void this.continueAsync(p, compiled, verifying, rawQuery, contentType, body, isHead, match.params);
-          return;
-        }
+      ({ compiled, rawParams } = matchRoute(this.router, method, path));
+      p.route = compiled.metricRoute;
+      if (compiled.route.body !== undefined) {
+        const declared = contentLength === '' ? undefined : Number(contentLength);
+        if (declared !== undefined && declared > MAX_BODY_BYTES) return this.fail(p, tooLarge(), true);
+        body = this.readBody(p);
       }
+      principal = authenticate(this.options.authenticator, compiled.route, authorization, hasApiKeyHeader, this.clock.now());
     } catch (err) {
       return this.fail(p, err);
     }
-    void this.run(p, compiled, principal, rawQuery, contentType, body, isHead, match.params);
+    void this.run(p, { compiled, rawParams, rawQuery, contentType, body, principal, isHead: method === 'HEAD' });
   }
 
-  private async continueAsync(
-    p: Pending,
-    compiled: CompiledRoute,
-    verifying: Promise<Principal>,
-    rawQuery: string,
-    contentType: string,
-    body: Promise<Buffer | undefined> | undefined,
-    isHead: boolean,
-    params: Record<string, string>,
-  ): Promise<void> {
-    let principal: Principal;
-    try {
-      principal = await verifying;
-    } catch (err) {
-      return this.fail(p, err);
-    }
-    return this.run(p, compiled, principal, rawQuery, contentType, body, isHead, params);
-  }
-
-  private async run(
-    p: Pending,
-    compiled: CompiledRoute,
-    principal: Principal | undefined,
-    rawQuery: string,
-    contentType: string,
-    bodyPromise: Promise<Buffer | undefined> | undefined,
-    isHead: boolean,
-    rawParams: Record<string, string>,
-  ): Promise<void> {
+  /** The steps after routing and authentication, in the order that decides which failure answers. */
+  private async run(p: Pending, request: { compiled: CompiledRoute; rawParams: Record<string, string>; rawQuery: string; contentType: string; body: Promise<Buffer | undefined> | undefined; principal: Principal | Promise<Principal> | undefined; isHead: boolean }): Promise<void> {
+    const { compiled, isHead } = request;
     const route = compiled.route;
     try {
+      const principal = request.principal instanceof Promise ? await request.principal : request.principal;
       if (p.isApi && principal !== undefined) {
         p.rate = this.limiter.take(principal.apiKeyId, this.clock.now());
-        if (!this.limiter.allowed(p.rate)) throw this.rateLimited(p.rate);
+        if (!this.limiter.allowed(p.rate)) throw rateLimited(this.limiter, p.rate, this.clock.now());
       }
-      if (principal !== undefined && route.scopes !== undefined) {
-        for (const scope of route.scopes) {
-          if (!principal.scopes.has(scope)) {
-            const missing = route.scopes.filter((s) => !principal.scopes.has(s));
-            throw new ApiError('forbidden', `This API key lacks the required scope: ${missing.join(', ')}`);
-          }
-        }
-      }
-      let shard: Shard | Promise<Shard> | undefined;
-      if (principal !== undefined && route.orgScoped !== false) {
-        shard = this.options.shards.forOrg(principal.orgId);
-        if (shard === undefined) throw unauthorized(authDetails.invalid);
-      }
+      if (principal !== undefined) requireScopes(route, principal);
+      const shard = resolveShard(this.options.shards, route, principal);
       const errors: FieldError[] = [];
-      const params: Record<string, number> = {};
-      for (const name of compiled.paramNames) params[name] = parsePathId(name, rawParams[name], errors);
-      // The unknown-parameter rule is the public interface's; a probe's or scraper's query never fails /healthz, /readyz, /metrics.
-      const query = p.isApi ? parseQuery(rawQuery, route.query ?? {}, errors) : {};
+      const { params, query } = parseInputs(compiled, request.rawParams, request.rawQuery, p.isApi, errors);
       let body: Record<string, unknown> = {};
-      if (route.body !== undefined && bodyPromise !== undefined) {
-        const mediaType = contentType.split(';')[0].trim().toLowerCase();
-        if (mediaType !== route.body.contentType) {
-          throw new ApiError(
-            'unsupported_media_type',
-            route.method === 'PATCH'
-              ? 'Content-Type must be application/merge-patch+json on PATCH operations'
-              : 'Content-Type must be application/json',
-          );
-        }
-        const raw = await bodyPromise;
+      if (route.body !== undefined && request.body !== undefined) {
+        checkMediaType(route, request.contentType);
+        const raw = await request.body;
         if (raw === undefined) return; // already answered (413, 408) or the client is gone
-        body = parseJsonObject(raw, route.method === 'PATCH');
-        errors.push(...compiled.validateBody!(body));
-        if (route.body.check) errors.push(...route.body.check(body, this.clock.now()));
-        if (errors.length > 0 && route.body.resolve && shard !== undefined) {
-          const scope = { shard: shard instanceof Promise ? await shard : shard, orgId: principal!.orgId, params };
-          const failed = new Set(errors.map((e) => e.field));
-          for (const e of route.body.resolve(body, scope, failed)) if (!errors.some((x) => x.field === e.field && x.code === e.code)) errors.push(e);
-        }
+        body = decodeBody(raw, route.method === 'PATCH');
+        await validateBody(compiled, body, errors, this.clock.now(), { shard, orgId: principal?.orgId, params });
       }
       if (errors.length > 0) throw ApiError.validation(errors);
-      const cache =
-        route.cacheable !== undefined && this.options.responseCacheBytes > 0 && shard !== undefined && !(shard instanceof Promise)
-          ? ResponseCache.of(shard, this.options.responseCacheBytes)
-          : undefined;
-      const cachedId = cache === undefined ? 0 : params[compiled.paramNames[0]];
-      let stamp: RowStamp | undefined;
-      if (cache !== undefined) {
-        const text = cache.get(principal!.orgId, route.cacheable!, cachedId);
-        if (text !== undefined) return this.send(p, { status: 200, text }, isHead);
-        stamp = cache.stamp(route.cacheable!, cachedId);
-      }
+      const cachedId = route.cacheable === undefined ? 0 : params[compiled.paramNames[0]];
+      const cached = principal === undefined ? undefined : cacheLookup(route, shard, this.options.responseCacheBytes, principal.orgId, cachedId);
+      if (cached !== undefined && 'hit' in cached) return this.send(p, { status: 200, text: cached.hit }, isHead);
       const ctx: RequestContext = {
         requestId: p.requestId,
         now: this.clock.now(),
@@ -338,13 +252,8 @@ export class HttpServer {
         principal: principal as Principal,
         shard: (shard instanceof Promise ? await shard : shard) as Shard,
       };
-      let reply = route.handler(ctx);
-      if (reply instanceof Promise) reply = await reply;
-      else if (cache !== undefined && reply.status === 200 && reply.text === undefined && reply.headers === undefined) {
-        reply = { status: 200, text: JSON.stringify(reply.body) };
-        cache.set(principal!.orgId, route.cacheable!, cachedId, reply.text!, stamp!);
-      }
-      this.send(p, reply, isHead);
+      const filing = cached === undefined ? undefined : { ...cached, orgId: principal!.orgId, id: cachedId };
+      this.send(p, await callHandler(route, ctx, filing), isHead);
     } catch (err) {
       this.fail(p, err);
     }
@@ -382,13 +291,6 @@ export class HttpServer {
     });
   }
 
-  private rateLimited(w: RateWindow): ApiError {
-    const retryAfter = this.limiter.resetSeconds(w, this.clock.now());
-    return new ApiError('rate_limited', `Rate limit of ${this.limiter.limit} requests per minute exceeded; retry after ${retryAfter} seconds`, {
-      headers: { 'Retry-After': String(retryAfter) },
-    });
-  }
-
   private fail(p: Pending, err: unknown, closeConnection = false): void {
     const apiError = this.options.storageHealth?.report(err) ?? asApiError(err);
     if (apiError.status === 500) {
@@ -406,8 +308,13 @@ export class HttpServer {
     // Every public-surface response carries the rate-limit headers. A request that never got as far as
     // an API key (no auth needed, or it failed) is counted against the client address, with the same budget.
     if (p.rate === undefined && p.isApi) {
-      p.rate = this.limiter.take(`ip:${remoteAddress(p.res)}`, this.clock.now());
-      if (!this.limiter.allowed(p.rate)) reply = this.errorReply(p, this.rateLimited(p.rate));
+      try {
+        p.rate = takeRate(this.limiter, `ip:${remoteAddress(p.res)}`, this.clock.now());
+      } catch (err) {
+        const refused = err as ReturnType<typeof rateLimited>;
+        p.rate = refused.window;
+        reply = this.errorReply(p, refused);
+      }
     }
     p.done = true;
     // While draining, each finished exchange closes its connection (gracefully, after the response is flushed).
@@ -479,26 +386,4 @@ function tooLarge(): ApiError {
 
 function remoteAddress(res: uWS.HttpResponse): string {
   return Buffer.from(res.getRemoteAddressAsText()).toString();
-}
-
-/** Decodes a body as UTF-8 JSON whose top level is an object, else the bad_request of interface 7.1. */
-function parseJsonObject(raw: Buffer, isPatch: boolean): Record<string, unknown> {
-  let value: unknown;
-  let text: string;
-  try {
-    text = utf8.decode(raw);
-    value = JSON.parse(text);
-  } catch {
-    throw new ApiError('bad_request', 'Request body is not valid JSON');
-  }
-  if (typeof value === 'object' && value !== null) {
-    const duplicate = findDuplicateKey(text);
-    if (duplicate !== undefined) throw new ApiError('bad_request', `Request body is not valid JSON: duplicate key ${JSON.stringify(duplicate)}`);
-    if (hasLoneSurrogate(text, value)) throw new ApiError('bad_request', 'Request body is not valid JSON: a string holds an unpaired UTF-16 surrogate escape');
-  }
-  if (value === null && isPatch) throw new ApiError('bad_request', 'Request body must be a JSON object (RFC 7396)');
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new ApiError('bad_request', 'Request body could not be decoded as the expected type');
-  }
-  return value as Record<string, unknown>;
 }
