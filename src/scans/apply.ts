@@ -6,6 +6,7 @@ import type { ShardWriter } from '../shards/writer.js';
 import type { Db } from '../storage/sqlite.js';
 import { describeLocation, type CanonicalScan, type LocationRef, type SourcedScan } from './canonical.js';
 import { shardState } from '../shards/state.js';
+import { extendsEarlier, visitStep } from './visits.js';
 
 export type ScanOutcome =
   | { kind: 'applied'; readsApplied: number; unknownTags: number; locationTags: number }
@@ -341,44 +342,41 @@ class ScanStore {
   }
 
   /** Visits (operations.md section 3): extend the visit a scan falls in, else start an event. */
+  /** Carries out the visit rules (visits.ts) for one read of an asset. */
   private observe(scan: CanonicalScan, assetId: number, locationId: number, gapMs: number, touched: Map<number, Position>): void {
     const t = scan.observedAt;
     const p = this.position(assetId, touched);
-    if (p === undefined) {
-      const visitId = this.insertVisit(assetId, locationId, t);
-      touched.set(assetId, { assetId, orgId: scan.orgId, locationId, lastSeenAt: t, visitId, visitStartedAt: t, visitReadCount: 1, stored: false });
-      return;
-    }
-    if (t >= p.lastSeenAt) {
-      if (gapMs > 0 && locationId === p.locationId && t - p.lastSeenAt <= gapMs) {
-        p.lastSeenAt = t;
-        p.visitReadCount++;
+    const step = visitStep(p, t, locationId, gapMs);
+    switch (step.kind) {
+      case 'first': {
+        const visitId = this.insertVisit(assetId, locationId, t);
+        touched.set(assetId, { assetId, orgId: scan.orgId, locationId, lastSeenAt: t, visitId, visitStartedAt: t, visitReadCount: 1, stored: false });
         return;
       }
-      // The open visit closes: its history row gets the figures kept on the position so far.
-      if (p.visitReadCount !== 1 || p.lastSeenAt !== p.visitStartedAt) {
-        this.s.closeVisit.run(p.lastSeenAt, p.visitReadCount, assetId, p.visitStartedAt, p.visitId);
-      }
-      p.visitId = this.insertVisit(assetId, locationId, t);
-      p.locationId = locationId;
-      p.lastSeenAt = t;
-      p.visitStartedAt = t;
-      p.visitReadCount = 1;
-      return;
-    }
-    // A late scan: history only; the current location stays with the greatest observed_at.
-    if (gapMs > 0) {
-      if (t >= p.visitStartedAt && locationId === p.locationId) {
-        p.visitReadCount++;
+      case 'extend':
+        p!.lastSeenAt = t;
+        p!.visitReadCount++;
         return;
-      }
-      const before = this.s.visitBefore.get(assetId, t) as HistoryRow | undefined;
-      if (before !== undefined && before.id !== p.visitId && before.location_id === locationId && t - before.last_seen_at <= gapMs) {
-        this.s.extendVisit.run(t, assetId, before.event_observed_at, before.id);
+      case 'move':
+        if (step.closeOpen) this.s.closeVisit.run(p!.lastSeenAt, p!.visitReadCount, assetId, p!.visitStartedAt, p!.visitId);
+        p!.visitId = this.insertVisit(assetId, locationId, t);
+        p!.locationId = locationId;
+        p!.lastSeenAt = t;
+        p!.visitStartedAt = t;
+        p!.visitReadCount = 1;
+        return;
+      case 'countInOpen':
+        p!.visitReadCount++;
+        return;
+      case 'late': {
+        // History only; the current location stays with the greatest observed_at.
+        const before = gapMs > 0 ? (this.s.visitBefore.get(assetId, t) as HistoryRow | undefined) : undefined;
+        const earlier = before === undefined ? undefined : { id: before.id, locationId: before.location_id, lastSeenAt: before.last_seen_at };
+        if (extendsEarlier(earlier, p!.visitId, t, locationId, gapMs)) this.s.extendVisit.run(t, assetId, before!.event_observed_at, before!.id);
+        else this.insertVisit(assetId, locationId, t);
         return;
       }
     }
-    this.insertVisit(assetId, locationId, t);
   }
 }
 

@@ -15,6 +15,8 @@ import {
 import { systemClock, type Clock } from '../clock.js';
 import type { Services } from '../services.js';
 import { Backoff } from './backoff.js';
+import { batchLength, keepGathering } from './lanes.js';
+import { settleOutcomes } from './settle.js';
 import { applyScanBatch, bindStream, type ScanOutcome } from './apply.js';
 import type { SourcedScan } from './canonical.js';
 import type { DeadLetter } from './decode.js';
@@ -49,7 +51,8 @@ interface InHand {
   items: SourcedScan[];
   labels: MetricLabels;
   labelKey: string;
-  /** Tag reads in `items`. */
+  /** Scans (`items.length`) and tag reads in `items`: what the batch rules weigh. */
+  scans: number;
   reads: number;
 }
 
@@ -57,17 +60,6 @@ interface RouteEntry {
   route: MessageRoute;
   labels: MetricLabels;
   labelKey: string;
-}
-
-/** Per-label-set counts of one settled batch, written to the metrics once. */
-interface Tally {
-  labels: MetricLabels;
-  applied: number;
-  redelivered: number;
-  duplicate: number;
-  reads: number;
-  unknownTags: number;
-  locationTags: number;
 }
 
 /** One shard's queue: messages in stream order, applied in batches, one batch at a time. */
@@ -255,7 +247,7 @@ class ScanConsumer implements ScanIngest {
     if (lane.queue.length === 0) lane.since = performance.now();
     let reads = 0;
     for (const s of decoded.scans) reads += s.reads.length;
-    lane.queue.push({ msg, orgToken: route.orgToken, items, labels, labelKey, reads });
+    lane.queue.push({ msg, orgToken: route.orgToken, items, labels, labelKey, scans: items.length, reads });
     lane.scans += items.length;
     lane.reads += reads;
     this.schedule(lane, false);
@@ -275,9 +267,8 @@ class ScanConsumer implements ScanIngest {
     const check = () => {
       lane.scheduled = false;
       if (lane.running) return;
-      const { maxBatch, maxBatchReads, maxGatherMs } = this.options;
-      const arriving = lane.queue.length > lane.gathered;
-      if (this.backlog && arriving && lane.scans < maxBatch && lane.reads < maxBatchReads && performance.now() - lane.since < maxGatherMs && !this.stopping) {
+      const state = { queued: lane.queue.length, gathered: lane.gathered, scans: lane.scans, reads: lane.reads, waitedMs: performance.now() - lane.since };
+      if (keepGathering(state, this.backlog, this.stopping, this.options)) {
         lane.gathered = lane.queue.length;
         this.schedule(lane, true);
         return;
@@ -340,18 +331,7 @@ class ScanConsumer implements ScanIngest {
 
   /** The messages at the head of the queue within maxBatch scans and maxBatchReads reads (at least one message). */
   private nextBatch(queue: InHand[]): InHand[] {
-    const { maxBatch, maxBatchReads } = this.options;
-    let scans = 0;
-    let reads = 0;
-    let n = 0;
-    while (n < queue.length) {
-      const { items, reads: r } = queue[n];
-      if (n > 0 && (scans + items.length > maxBatch || reads + r > maxBatchReads)) break;
-      scans += items.length;
-      reads += r;
-      n++;
-    }
-    return queue.slice(0, n);
+    return queue.slice(0, batchLength(queue, this.options));
   }
 
   /**
@@ -360,40 +340,14 @@ class ScanConsumer implements ScanIngest {
    * apply is dead-lettered once (with every reason) after the rest of it applied.
    */
   private async settle(batch: InHand[], outcomes: ScanOutcome[]): Promise<void> {
-    const tallies = new Map<string, Tally>();
-    const dead: Promise<void>[] = [];
-    let at = 0;
-    for (const { msg, orgToken, items, labels, labelKey } of batch) {
-      const own = outcomes.slice(at, at + items.length);
-      at += items.length;
-      const key = labelKey;
-      let tally = tallies.get(key);
-      if (tally === undefined) tallies.set(key, (tally = { labels, applied: 0, redelivered: 0, duplicate: 0, reads: 0, unknownTags: 0, locationTags: 0 }));
-      if (own[0].kind === 'redelivered') {
-        tally.redelivered++;
-      } else {
-        const deadDetails: string[] = [];
-        let applied = false;
-        for (const o of own) {
-          if (o.kind === 'applied') {
-            applied = true;
-            tally.reads += o.readsApplied;
-            tally.unknownTags += o.unknownTags;
-            tally.locationTags += o.locationTags;
-          } else if (o.kind === 'dead' && !deadDetails.includes(o.detail)) deadDetails.push(o.detail);
-        }
-        if (applied) tally.applied++;
-        else if (deadDetails.length === 0) tally.duplicate++;
-        if (deadDetails.length > 0) {
-          dead.push(this.publishDead(msg, orgToken, { reason: 'unknown_location', detail: deadDetails.join('; ') }, labels));
-          continue;
-        }
-      }
+    const { ack, dead, tallies } = settleOutcomes(batch, outcomes);
+    const deadLettered = dead.map(({ message, detail }) => this.publishDead(message.msg, message.orgToken, { reason: 'unknown_location', detail }, message.labels));
+    for (const { msg } of ack) {
       msg.ack();
       this.inHand.delete(msg.seq);
     }
     const { metrics } = this.services;
-    for (const t of tallies.values()) {
+    for (const t of tallies) {
       if (t.applied) metrics.inc('trackd_scans_applied_total', 'Scan messages applied', t.labels, t.applied);
       if (t.redelivered) metrics.inc('trackd_scans_redelivered_total', 'Redelivered scan messages acked without effect (already applied)', t.labels, t.redelivered);
       if (t.duplicate) metrics.inc('trackd_scans_duplicate_total', 'Scan messages whose event ids were all already applied', t.labels, t.duplicate);
@@ -401,7 +355,7 @@ class ScanConsumer implements ScanIngest {
       if (t.unknownTags) metrics.inc('trackd_scan_reads_skipped_total', 'Tag reads skipped', { reason: 'unknown_tag', ...t.labels }, t.unknownTags);
       if (t.locationTags) metrics.inc('trackd_scan_reads_skipped_total', 'Tag reads skipped', { reason: 'location_tag', ...t.labels }, t.locationTags);
     }
-    await Promise.all(dead);
+    await Promise.all(deadLettered);
   }
 
   private deadLetter(msg: JsMsg, orgToken: string, dead: DeadLetter, labels: MetricLabels): void {
