@@ -1,7 +1,7 @@
 import { INTEGRATOR_SCOPES, ADMIN_SCOPE, signApiKey, signSession } from '../auth/tokens.js';
 import { loadSigningKey } from '../auth/signingKey.js';
 import { ControlPlane } from '../control/controlPlane.js';
-import { parseTimestamp } from '../http/timestamps.js';
+import { parseTimestamp } from '../wire/timestamps.js';
 import { CliError, intFlag, requireFlag, type Command, type CommandContext } from './common.js';
 
 async function withControl<T>(ctx: CommandContext, fn: (control: ControlPlane) => Promise<T> | T): Promise<T> {

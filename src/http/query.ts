@@ -1,5 +1,5 @@
 import { fieldError, type FieldError } from '../errors/catalog.js';
-import { parseTimestamp, timestampMessages } from './timestamps.js';
+import { parseTimestamp, timestampMessages } from '../wire/timestamps.js';
 
 export const ID_MAX = 2147483647;
 export const EXTERNAL_KEY_PATTERN = /^[A-Za-z0-9-]+$/;

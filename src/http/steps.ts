@@ -10,13 +10,13 @@ import { Authenticator, authDetails, unauthorized, type Principal } from '../aut
 import type { RowStamp } from '../shards/generations.js';
 import type { ShardRegistry } from '../shards/registry.js';
 import type { Shard } from '../shards/shard.js';
-import { findDuplicateKey, hasLoneSurrogate } from './json.js';
+import { findDuplicateKey, hasLoneSurrogate } from '../wire/json.js';
 import { parsePathId, parseQuery } from './query.js';
 import type { RateLimiter, RateWindow } from './rateLimit.js';
 import { ResponseCache } from './responseCache.js';
 import type { Reply, RequestContext, Route } from './route.js';
 import { Router, type Method } from './router.js';
-import { compileValidator, type BodyValidator } from './validation.js';
+import { compileValidator, type BodyValidator } from '../wire/validation.js';
 
 /** A route with what its requests need prepared once: the body validator and the path parameter names. */
 export interface CompiledRoute {

@@ -4,7 +4,6 @@ import { writerStatements } from '../masterdata/keys.js';
 import { claimExternalKey, notFound, renameRow, softDeleteRow } from '../masterdata/rows.js';
 import { checkValidityWindow, nextUpdatedAt, requestTime } from '../masterdata/rules.js';
 import { insertTags, parseTagsJson, type TagOwner, type TagRequestBody } from '../masterdata/tags.js';
-import { hasLiveAssetsAt } from '../scans/placement.js';
 import type { Route } from '../http/route.js';
 import { shardCommand } from '../shards/commands.js';
 import type { Shard } from '../shards/shard.js';
@@ -158,7 +157,7 @@ const deleteCommand = shardCommand(
       if (stmts.hasLiveChild.get(orgId, id) === 1) {
         throw ApiError.conflict('location has descendant locations; delete or move them first, cascade is not supported');
       }
-      if (hasLiveAssetsAt(shard.writer, orgId, id)) {
+      if (shard.ports.placement.hasLiveAssetsAt(shard.writer, orgId, id)) {
         throw ApiError.conflict('location has assets placed at it; they stay until scanned elsewhere or deleted, cascade is not supported');
       }
       softDeleteRow(shard, 'locations', orgId, id, shard.now);

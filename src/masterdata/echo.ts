@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { fieldError, type FieldError } from '../errors/catalog.js';
-import { formatNullableTimestamp, formatTimestamp } from '../http/timestamps.js';
+import { formatNullableTimestamp, formatTimestamp } from '../wire/timestamps.js';
 import { NullableTimestamp, RequiredTimestamp, TagView } from './fields.js';
 import { requestTime } from './rules.js';
 

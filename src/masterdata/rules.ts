@@ -1,5 +1,5 @@
 import { fieldError, type FieldError } from '../errors/catalog.js';
-import { parseTimestamp } from '../http/timestamps.js';
+import { parseTimestamp } from '../wire/timestamps.js';
 
 /** Deepest metadata nesting accepted; deeper documents are refused before anything recurses into them. */
 export const METADATA_MAX_DEPTH = 32;

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { ApiError, fieldError, type FieldError } from '../errors/catalog.js';
 import type { Route } from '../http/route.js';
-import { jsonTypeOf } from '../http/validation.js';
+import { jsonTypeOf } from '../wire/validation.js';
 import { shardCommand } from '../shards/commands.js';
 import type { RowEffects } from '../shards/generations.js';
 import type { Shard } from '../shards/shard.js';

@@ -1,5 +1,5 @@
 import type { TagView } from './fields.js';
-import { formatNullableTimestamp, formatTimestamp } from '../http/timestamps.js';
+import { formatNullableTimestamp, formatTimestamp } from '../wire/timestamps.js';
 import { parseTagsJson } from './tags.js';
 
 /** The columns every master-data row shares (assets and locations), times as epoch ms. */

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
 import { Cs463Payload } from '../../schemas/cs463Payload.js';
-import { compileValidator } from '../http/validation.js';
+import { compileValidator } from '../wire/validation.js';
 import type { CanonicalScan } from '../scans/canonical.js';
 import { MAX_FUTURE_SKEW_MS } from '../scans/decode.js';
 import { parseJsonObject, type ReaderFormat } from './format.js';

@@ -1,6 +1,6 @@
 import { TextDecoder } from 'node:util';
-import { compileValidator } from '../http/validation.js';
-import { parseTimestamp } from '../http/timestamps.js';
+import { compileValidator } from '../wire/validation.js';
+import { parseTimestamp } from '../wire/timestamps.js';
 import type { CanonicalScan, LocationRef } from './canonical.js';
 import { ScanMessage } from '../../schemas/scanMessage.js';
 

@@ -1,4 +1,4 @@
-import { formatTimestamp } from '../http/timestamps.js';
+import { formatTimestamp } from '../wire/timestamps.js';
 import type { SortTerm } from '../http/query.js';
 import { runList, type Page } from '../masterdata/list.js';
 import type { TagView } from '../masterdata/fields.js';

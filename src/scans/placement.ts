@@ -1,3 +1,4 @@
+import type { AssetPlacement } from '../locations/placement.js';
 import type { Db } from '../storage/sqlite.js';
 
 /**
@@ -11,3 +12,6 @@ export function hasLiveAssetsAt(db: Db, orgId: number, locationId: number): bool
     .get(orgId, locationId);
   return row !== undefined;
 }
+
+/** The scan side's answers to the location rules. */
+export const scanPlacement: AssetPlacement = { hasLiveAssetsAt };

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { fieldError, throwIfInvalid, type FieldError } from '../errors/catalog.js';
 import type { SortTerm } from '../http/query.js';
-import { formatNullableTimestamp, formatTimestamp } from '../http/timestamps.js';
+import { formatNullableTimestamp, formatTimestamp } from '../wire/timestamps.js';
 import { registerLowerFunction, substringMatch } from '../masterdata/filters.js';
 import { applyLiveness, orgQuery, type Page } from '../masterdata/list.js';
 import type { Shard } from '../shards/shard.js';

@@ -1,4 +1,5 @@
 import type { ControlPlane } from '../control/controlPlane.js';
+import { scanPlacement } from '../scans/placement.js';
 import { ShardGenerations } from './generations.js';
 import { LocalMailbox, type Mailbox } from './mailbox.js';
 import { Shard } from './shard.js';
@@ -7,11 +8,11 @@ import { ShardWriter } from './writer.js';
 /** How a thread reaches the actor of shard `index`: its mailbox and its generation counters. */
 export type ActorLink = (index: number) => Promise<{ mailbox: Mailbox; generations: ShardGenerations }>;
 
-/** The actor runs on the calling thread (tools, in-process benchmarks). */
+/** The actor runs on the calling thread (tools, in-process benchmarks); like the shard worker, this composes it. */
 export function inThreadActors(dataDir: string, control: ControlPlane): ActorLink {
   return async (index) => {
     const generations = new ShardGenerations();
-    const writer = await ShardWriter.open(dataDir, index, control, generations);
+    const writer = await ShardWriter.open(dataDir, index, control, generations, { placement: scanPlacement });
     return { mailbox: new LocalMailbox(writer), generations };
   };
 }

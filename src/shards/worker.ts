@@ -4,6 +4,7 @@
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { ControlPlane } from '../control/controlPlane.js';
+import { scanPlacement } from '../scans/placement.js';
 import './commandIndex.js';
 import { ShardGenerations } from './generations.js';
 import type { CommandMessage } from './mailbox.js';
@@ -24,7 +25,7 @@ const ports = new Set<MessagePort>();
 
 try {
   const control = await ControlPlane.open(data.dataDir);
-  const writer = await ShardWriter.open(data.dataDir, data.index, control, new ShardGenerations(data.generations));
+  const writer = await ShardWriter.open(data.dataDir, data.index, control, new ShardGenerations(data.generations), { placement: scanPlacement });
   parent.on('message', (message: ToShardWorker) => {
     if (message.type === 'connect') {
       const port = message.port;

@@ -3,6 +3,7 @@ import { shardMigrations } from '../../migrations/shard/index.js';
 import { ApiError } from '../errors/catalog.js';
 import { systemClock } from '../clock.js';
 import type { ControlPlane } from '../control/controlPlane.js';
+import type { AssetPlacement } from '../locations/placement.js';
 import { checkpointInBackground } from '../storage/checkpointer.js';
 import { migrate, openDatabase, type Db } from '../storage/sqlite.js';
 import { commandNamed } from './commands.js';
@@ -10,6 +11,11 @@ import type { ShardGenerations } from './generations.js';
 import { encodeError, type CommandAnswer, type CommandMessage } from './mailbox.js';
 
 export type IdEntity = 'asset' | 'location' | 'tag' | 'history';
+
+/** What a shard's commands ask of other features, handed to the actor by whoever builds it. */
+export interface WriterPorts {
+  placement: AssetPlacement;
+}
 
 export const shardFile = (dataDir: string, index: number) => path.join(dataDir, 'shards', `shard-${index}.sqlite`);
 
@@ -30,17 +36,18 @@ export class ShardWriter {
     readonly writer: Db,
     private readonly control: ControlPlane,
     readonly generations: ShardGenerations,
+    readonly ports: WriterPorts,
     private readonly stopCheckpoints: () => void,
   ) {}
 
-  static async open(dataDir: string, index: number, control: ControlPlane, generations: ShardGenerations): Promise<ShardWriter> {
+  static async open(dataDir: string, index: number, control: ControlPlane, generations: ShardGenerations, ports: WriterPorts): Promise<ShardWriter> {
     const file = shardFile(dataDir, index);
     await migrate(file, shardMigrations);
     const writer = openDatabase(file);
     // Planner statistics for tables never (or long ago) analyzed. Without them SQLite walks the
     // location tree through the (org_id, external_key) index, a full scan per step (bench: 6 req/s).
     writer.pragma('optimize=0x10002');
-    return new ShardWriter(index, writer, control, generations, checkpointInBackground(file, writer));
+    return new ShardWriter(index, writer, control, generations, ports, checkpointInBackground(file, writer));
   }
 
   /** Runs one mailbox message to its answer. Never throws: a failure is the answer. */

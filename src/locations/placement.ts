@@ -1,0 +1,11 @@
+import type { Db } from '../storage/sqlite.js';
+
+/**
+ * What the location rules ask of the scan side: whether live assets are currently placed at a
+ * location (the second rule of a location delete). The scan side answers it (scans/placement.ts);
+ * the shard actor is handed the answerer when it is built (WriterPorts).
+ */
+export interface AssetPlacement {
+  /** Runs on the writer, inside the asking command's transaction. */
+  hasLiveAssetsAt(db: Db, orgId: number, locationId: number): boolean;
+}
