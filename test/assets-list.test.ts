@@ -8,7 +8,7 @@ t.test('asset lists', async (t) => {
   const api = await server.otherOrg('List Org');
   const list = (query = '') => api.req('GET', `/api/v1/assets${query}`);
 
-  t.test('envelope of an empty organization', async (t) => {
+  await t.test('envelope of an empty organization', async (t) => {
     const res = await list();
     t.same([res.status, res.json], [200, { data: [], limit: 50, offset: 0, total_count: 0 }]);
   });

@@ -21,25 +21,8 @@ export const ERROR_TYPES = {
 
 export type ErrorType = keyof typeof ERROR_TYPES;
 
-export type FieldCode =
-  | 'required'
-  | 'invalid_value'
-  | 'unknown_field'
-  | 'invalid_context'
-  | 'too_short'
-  | 'too_long'
-  | 'too_small'
-  | 'too_large'
-  | 'fk_not_found'
-  | 'ambiguous_fields'
-  | 'read_only';
-
-export interface FieldError {
-  field: string;
-  code: FieldCode;
-  message: string;
-  params?: Record<string, unknown>;
-}
+export { fieldError, throwIfInvalid, type FieldCode, type FieldError } from './domain.js';
+import { invalid, type FieldError } from './domain.js';
 
 /** The one error type that flows to the wire. Anything else thrown becomes internal_error. */
 export class ApiError extends Error {
@@ -60,9 +43,7 @@ export class ApiError extends Error {
 
   /** A validation_error whose detail is the first field's message plus the count of the rest. */
   static validation(fields: FieldError[]): ApiError {
-    const rest = fields.length - 1;
-    const detail = rest > 0 ? `${fields[0].message} (and ${rest} more validation errors)` : fields[0].message;
-    return new ApiError('validation_error', detail, { fields });
+    return new ApiError('validation_error', invalid(fields).detail, { fields });
   }
 
   static notFound(detail = 'Resource not found'): ApiError {
@@ -72,13 +53,4 @@ export class ApiError extends Error {
   static conflict(detail: string): ApiError {
     return new ApiError('conflict', detail);
   }
-}
-
-export function fieldError(field: string, code: FieldCode, message: string, params?: Record<string, unknown>): FieldError {
-  return params === undefined ? { field, code, message } : { field, code, message, params };
-}
-
-/** Throws a validation_error when any field failed; lets a handler collect every failure first. */
-export function throwIfInvalid(fields: FieldError[]): void {
-  if (fields.length > 0) throw ApiError.validation(fields);
 }

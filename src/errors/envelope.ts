@@ -1,4 +1,5 @@
 import { ApiError, ERROR_TYPES, type FieldError } from './catalog.js';
+import { DomainError } from './domain.js';
 
 export interface ErrorEnvelope {
   error: {
@@ -14,9 +15,24 @@ export interface ErrorEnvelope {
 
 const GENERIC_INTERNAL_DETAIL = 'An unexpected error occurred; retry with backoff and quote the request_id if it persists';
 
-/** Normalises anything thrown into an ApiError; unknown errors become a generic internal_error. */
+/**
+ * The edge's one mapping of anything thrown to an ApiError: domain errors to the interface's types,
+ * ApiErrors as they are, anything else to a generic internal_error.
+ */
 export function asApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  if (err instanceof DomainError) {
+    switch (err.kind) {
+      case 'not_found':
+        return new ApiError('not_found', err.detail);
+      case 'conflict':
+        return new ApiError('conflict', err.detail);
+      case 'invalid':
+        return new ApiError('validation_error', err.detail, { fields: err.fields });
+      case 'unavailable':
+        return new ApiError('service_unavailable', err.detail, err.retryAfterSeconds === undefined ? {} : { headers: { 'Retry-After': String(err.retryAfterSeconds) } });
+    }
+  }
   return new ApiError('internal_error', GENERIC_INTERNAL_DETAIL);
 }
 

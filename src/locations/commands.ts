@@ -1,4 +1,5 @@
-import { ApiError, throwIfInvalid, type FieldError } from '../errors/catalog.js';
+import { conflict as conflictError } from '../errors/domain.js';
+import { throwIfInvalid, type FieldError } from '../errors/catalog.js';
 import { takeReadOnlyEchoes } from '../masterdata/echo.js';
 import { writerStatements } from '../masterdata/keys.js';
 import { claimExternalKey, notFound, renameRow, softDeleteRow } from '../masterdata/rows.js';
@@ -155,10 +156,10 @@ const deleteCommand = shardCommand(
       // Any live descendant implies a live child: a location with live children cannot be deleted,
       // and nothing can be placed under a soft-deleted one.
       if (stmts.hasLiveChild.get(orgId, id) === 1) {
-        throw ApiError.conflict('location has descendant locations; delete or move them first, cascade is not supported');
+        throw conflictError('location has descendant locations; delete or move them first, cascade is not supported');
       }
       if (shard.ports.placement.hasLiveAssetsAt(shard.writer, orgId, id)) {
-        throw ApiError.conflict('location has assets placed at it; they stay until scanned elsewhere or deleted, cascade is not supported');
+        throw conflictError('location has assets placed at it; they stay until scanned elsewhere or deleted, cascade is not supported');
       }
       softDeleteRow(shard, 'locations', orgId, id, shard.now);
     })(),

@@ -1,4 +1,5 @@
-import { ApiError, fieldError, type FieldError } from '../errors/catalog.js';
+import { conflict as conflictError } from '../errors/domain.js';
+import { fieldError, type FieldError } from '../errors/catalog.js';
 import { MAX_DEPTH, type LocationRow, type LocationStatements } from './store.js';
 
 /**
@@ -73,10 +74,10 @@ export function resolveParent(
 export function assertNoCycle(stmts: LocationStatements, orgId: number, locationId: number, parentId: number | null): void {
   if (parentId === null) return;
   if (parentId === locationId) {
-    throw ApiError.conflict(`parent cycle: location ${locationId} cannot be its own parent`);
+    throw conflictError(`parent cycle: location ${locationId} cannot be its own parent`);
   }
   if (stmts.isInChainOf.get({ org: orgId, node: parentId, ancestor: locationId, limit: MAX_DEPTH }) === 1) {
-    throw ApiError.conflict(
+    throw conflictError(
       `parent cycle: location ${parentId} is a descendant of location ${locationId}, so it cannot become its parent`,
     );
   }

@@ -1,4 +1,4 @@
-import { ApiError } from '../errors/catalog.js';
+import { conflict as conflictError, notFound as notFoundError, type DomainError } from '../errors/domain.js';
 import type { ShardWriter } from '../shards/writer.js';
 import { keyTaken, mintExternalKey, releaseKeySlot, writerStatements, type KeyedTable } from './keys.js';
 import { nextUpdatedAt } from './rules.js';
@@ -6,12 +6,12 @@ import { nextUpdatedAt } from './rules.js';
 /** The noun used in details for a keyed table. */
 const NOUN: Record<KeyedTable, string> = { assets: 'asset', locations: 'location' };
 
-export function notFound(table: KeyedTable, id: number): ApiError {
-  return ApiError.notFound(`${NOUN[table]} ${id} not found`);
+export function notFound(table: KeyedTable, id: number): DomainError {
+  return notFoundError(`${NOUN[table]} ${id} not found`);
 }
 
-export function keyConflict(table: KeyedTable, key: string): ApiError {
-  return ApiError.conflict(`external_key '${key}' is already used by another live ${NOUN[table]} in this organization`);
+export function keyConflict(table: KeyedTable, key: string): DomainError {
+  return conflictError(`external_key '${key}' is already used by another live ${NOUN[table]} in this organization`);
 }
 
 /** 409 unless `key` is free among the organization's live rows (other than `exceptId`). Writer side. */

@@ -1,5 +1,6 @@
+import { conflict as conflictError, notFound as notFoundError, type DomainError } from '../errors/domain.js';
 import { Type } from '@sinclair/typebox';
-import { ApiError, fieldError, type FieldError } from '../errors/catalog.js';
+import { fieldError, type FieldError } from '../errors/catalog.js';
 import type { Route } from '../http/route.js';
 import { jsonTypeOf } from '../wire/validation.js';
 import { shardCommand } from '../shards/commands.js';
@@ -80,8 +81,8 @@ export function parseTagsJson(text: string | null): TagView[] {
   return text === null ? [] : (JSON.parse(text) as TagView[]);
 }
 
-function tagConflict(tag: TagRequestBody): ApiError {
-  return ApiError.conflict(`a tag with tag_type '${tag.tag_type}' and value '${tag.value}' already exists in this organization`);
+function tagConflict(tag: TagRequestBody): DomainError {
+  return conflictError(`a tag with tag_type '${tag.tag_type}' and value '${tag.value}' already exists in this organization`);
 }
 
 /**
@@ -123,7 +124,7 @@ const attachCommand = shardCommand(
   'tags.attach',
   (shard, { orgId, owner, ownerId, tag }: OwnerArgs & { tag: TagRequestBody }): TagView =>
     shard.writer.transaction(() => {
-      if (!ownerIsLive(shard, owner, orgId, ownerId)) throw ApiError.notFound(`${owner.noun} ${ownerId} not found`);
+      if (!ownerIsLive(shard, owner, orgId, ownerId)) throw notFoundError(`${owner.noun} ${ownerId} not found`);
       return insertTags(shard, orgId, owner, ownerId, [tag], shard.now)[0];
     })(),
   ({ owner, ownerId }) => ownerRow(owner, ownerId),
@@ -137,10 +138,10 @@ export function attachTag(shard: Shard, orgId: number, owner: TagOwner, ownerId:
 const detachCommand = shardCommand(
   'tags.detach',
   (shard, { orgId, owner, ownerId, tagId }: OwnerArgs & { tagId: number }): void => {
-    if (!ownerIsLive(shard, owner, orgId, ownerId)) throw ApiError.notFound(`${owner.noun} ${ownerId} not found`);
+    if (!ownerIsLive(shard, owner, orgId, ownerId)) throw notFoundError(`${owner.noun} ${ownerId} not found`);
     const sql = `UPDATE tags SET deleted_at = ? WHERE id = ? AND org_id = ? AND ${owner.column} = ? AND deleted_at IS NULL`;
     const result = writerStatements(shard).get(sql).run(shard.now, tagId, orgId, ownerId);
-    if (result.changes === 0) throw ApiError.notFound(`tag ${tagId} is not attached to ${owner.noun} ${ownerId}`);
+    if (result.changes === 0) throw notFoundError(`tag ${tagId} is not attached to ${owner.noun} ${ownerId}`);
   },
   ({ owner, ownerId }) => ownerRow(owner, ownerId),
 );

@@ -15,7 +15,7 @@ import {
 import { systemClock, type Clock } from '../clock.js';
 import type { Services } from '../services.js';
 import { Backoff } from './backoff.js';
-import { batchLength, keepGathering } from './lanes.js';
+import { LaneScheduler } from './laneScheduler.js';
 import { settleOutcomes } from './settle.js';
 import { applyScanBatch, bindStream, type ScanOutcome } from './apply.js';
 import type { SourcedScan } from './canonical.js';
@@ -62,22 +62,6 @@ interface RouteEntry {
   labelKey: string;
 }
 
-/** One shard's queue: messages in stream order, applied in batches, one batch at a time. */
-interface Lane {
-  index: number;
-  queue: InHand[];
-  /** Scans and tag reads in the queue. */
-  scans: number;
-  reads: number;
-  /** Queue length at the last gather check: a batch gathers only while messages keep arriving. */
-  gathered: number;
-  /** When the oldest message in the queue arrived (performance.now()). */
-  since: number;
-  running: boolean;
-  scheduled: boolean;
-  bound: boolean;
-}
-
 const headerSafe = (text: string) => text.replace(/[\r\n]+/g, ' ').slice(0, 2000);
 
 /**
@@ -89,7 +73,7 @@ const headerSafe = (text: string) => text.replace(/[\r\n]+/g, ' ').slice(0, 2000
  * its ack floor. Redeliveries at or below a shard's applied sequence are then acked without effect.
  */
 class ScanConsumer implements ScanIngest {
-  private readonly lanes = new Map<number, Lane>();
+  private readonly lanes: LaneScheduler<InHand>;
   private readonly inHand = new Set<number>();
   private readonly sideTasks = new Set<Promise<void>>();
   private readonly routes = new Map<string, RouteEntry>();
@@ -124,6 +108,18 @@ class ScanConsumer implements ScanIngest {
     metrics.onCollect(() => {
       metrics.set('trackd_scans_in_hand', 'Scan messages delivered and not yet acked', source.labels, this.inHand.size);
       metrics.set('trackd_scans_consumer_pending', 'Messages in the stream not yet delivered to trackd (consumer lag)', source.labels, this.pending);
+    });
+    this.lanes = new LaneScheduler<InHand>(options, {
+      bind: async (index) => bindStream(await this.services.shards.open(index), this.source.stream, this.streamCreated),
+      apply: (index, batch) => this.apply(index, batch),
+      settle: (batch, outcomes) => this.settle(batch, outcomes),
+      failed: (index, batch, err) => {
+        metrics.inc('trackd_scan_batch_failures_total', 'Shard batches that failed and will be retried', { ...this.source.labels, shard: index });
+        services.logger.error({ err: (err as Error).message, shard: index, messages: batch.length }, 'scan batch failed; retrying');
+        services.storageHealth?.report(err);
+      },
+      backlog: () => this.backlog,
+      stopping: () => this.stopping,
     });
     this.loop = this.run();
   }
@@ -170,7 +166,7 @@ class ScanConsumer implements ScanIngest {
     const stream = await ensureStream(this.jsm, this.source.stream, this.source.subjects);
     await ensureStream(this.jsm, SCANS_DEAD_STREAM, 'scans_dead.>');
     this.streamCreated = stream.created;
-    for (const lane of this.lanes.values()) lane.bound = false;
+    this.lanes.unbindAll();
     let info: ConsumerInfo | undefined;
     try {
       info = await this.jsm.consumers.info(this.source.stream, this.source.durable);
@@ -236,102 +232,21 @@ class ScanConsumer implements ScanIngest {
       this.inHand.delete(seq);
       return;
     }
-    let lane = this.lanes.get(shardIndex);
-    if (lane === undefined) {
-      lane = { index: shardIndex, queue: [], scans: 0, reads: 0, gathered: 0, since: 0, running: false, scheduled: false, bound: false };
-      this.lanes.set(shardIndex, lane);
-    }
     // Only the first scan carries the stream sequence (the shard's applied-sequence check); the
     // others of the same message commit in the same transaction and are guarded by their event ids.
     const items = decoded.scans.map((scan, i) => ({ scan, stream: this.source.stream, seq: i === 0 ? seq : 0 }));
-    if (lane.queue.length === 0) lane.since = performance.now();
     let reads = 0;
     for (const s of decoded.scans) reads += s.reads.length;
-    lane.queue.push({ msg, orgToken: route.orgToken, items, labels, labelKey, scans: items.length, reads });
-    lane.scans += items.length;
-    lane.reads += reads;
-    this.schedule(lane, false);
+    this.lanes.enqueue(shardIndex, { msg, orgToken: route.orgToken, items, labels, labelKey, scans: items.length, reads });
   }
 
-  /**
-   * Applies the lane's queue once every message already read from the socket has joined it. With a
-   * backlog in the stream it first gathers a bigger batch, for as long as messages keep arriving
-   * (up to maxBatch/maxBatchReads or maxGatherMs): a commit costs about the pages it dirties, and
-   * a batch of 10,000 random re-reads dirties hardly more pages than one of 300 (the socket's
-   * chunk), so a drain costs far less per message. Without a backlog (a live feed) a batch is
-   * applied at once, so gathering never adds latency there.
-   */
-  private schedule(lane: Lane, gathering: boolean): void {
-    if (lane.running || lane.scheduled || lane.queue.length === 0) return;
-    lane.scheduled = true;
-    const check = () => {
-      lane.scheduled = false;
-      if (lane.running) return;
-      const state = { queued: lane.queue.length, gathered: lane.gathered, scans: lane.scans, reads: lane.reads, waitedMs: performance.now() - lane.since };
-      if (keepGathering(state, this.backlog, this.stopping, this.options)) {
-        lane.gathered = lane.queue.length;
-        this.schedule(lane, true);
-        return;
-      }
-      lane.gathered = 0;
-      void this.flush(lane);
-    };
-    // A timer lets the poll phase wait (about 1 ms) for the next socket read; setImmediate does not.
-    if (gathering) setTimeout(check, 1);
-    else setImmediate(check);
-  }
-
-  private async flush(lane: Lane): Promise<void> {
-    if (lane.running) return;
-    lane.running = true;
-    const { metrics, logger } = this.services;
-    const backoff = new Backoff(100);
-    let givenUp = false;
-    try {
-      while (lane.queue.length > 0) {
-        const batch = this.nextBatch(lane.queue);
-        let outcomes: ScanOutcome[];
-        try {
-          const shard = await this.services.shards.open(lane.index);
-          if (!lane.bound) {
-            await bindStream(shard, this.source.stream, this.streamCreated);
-            lane.bound = true;
-          }
-          const started = performance.now();
-          outcomes = await applyScanBatch(shard, batch.flatMap((b) => b.items), { historyGapMs: this.historyGapMs, eventIdRetentionMs: this.eventIdRetentionMs, now: this.clock.now() });
-          metrics.observe('trackd_scan_batch_seconds', 'Time to apply one shard batch of scans', { ...this.source.labels, shard: lane.index }, (performance.now() - started) / 1000);
-        } catch (err) {
-          metrics.inc('trackd_scan_batch_failures_total', 'Shard batches that failed and will be retried', { ...this.source.labels, shard: lane.index });
-          logger.error({ err: (err as Error).message, shard: lane.index, messages: batch.length }, 'scan batch failed; retrying');
-          this.services.storageHealth?.report(err);
-          if (this.stopping) {
-            givenUp = true;
-            return;
-          }
-          for (const b of batch) b.msg.working();
-          await backoff.wait();
-          continue;
-        }
-        backoff.reset();
-        await this.settle(batch, outcomes);
-        lane.queue.splice(0, batch.length);
-        for (const b of batch) {
-          lane.scans -= b.items.length;
-          lane.reads -= b.reads;
-        }
-        // With a backlog, what is left gathers more before the next batch.
-        if (this.backlog) break;
-      }
-    } finally {
-      lane.running = false;
-      lane.since = performance.now();
-      if (!givenUp) this.schedule(lane, false);
-    }
-  }
-
-  /** The messages at the head of the queue within maxBatch scans and maxBatchReads reads (at least one message). */
-  private nextBatch(queue: InHand[]): InHand[] {
-    return queue.slice(0, batchLength(queue, this.options));
+  /** One batch on its shard, timed. */
+  private async apply(index: number, batch: InHand[]): Promise<ScanOutcome[]> {
+    const shard = await this.services.shards.open(index);
+    const started = performance.now();
+    const outcomes = await applyScanBatch(shard, batch.flatMap((b) => b.items), { historyGapMs: this.historyGapMs, eventIdRetentionMs: this.eventIdRetentionMs, now: this.clock.now() });
+    this.services.metrics.observe('trackd_scan_batch_seconds', 'Time to apply one shard batch of scans', { ...this.source.labels, shard: index }, (performance.now() - started) / 1000);
+    return outcomes;
   }
 
   /**
@@ -393,9 +308,8 @@ class ScanConsumer implements ScanIngest {
   /** Waits until every message in hand is committed and acked (or given up on at shutdown). */
   private async drain(): Promise<void> {
     for (;;) {
-      const busy = [...this.lanes.values()].some((l) => l.running || l.scheduled || l.queue.length > 0);
-      if (!busy && this.sideTasks.size === 0) break;
-      if (this.stopping && ![...this.lanes.values()].some((l) => l.running || l.scheduled) && this.sideTasks.size === 0) break;
+      if (!this.lanes.busy() && this.sideTasks.size === 0) break;
+      if (this.stopping && !this.lanes.active() && this.sideTasks.size === 0) break;
       await sleep(5);
     }
     this.inHand.clear();

@@ -1,5 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
 import { ApiError, type ErrorType, type FieldError } from '../errors/catalog.js';
+import { DomainError, unavailable, type DomainErrorKind } from '../errors/domain.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { ShardCommand } from './commands.js';
 import type { ShardWriter } from './writer.js';
@@ -18,10 +19,12 @@ export interface CommandMessage {
 export type CommandAnswer = { id: number; value: unknown; error?: undefined } | { id: number; error: EncodedError };
 
 type EncodedError =
+  | { domain: { kind: DomainErrorKind; detail: string; fields?: FieldError[]; retryAfterSeconds?: number } }
   | { api: { type: ErrorType; detail: string; fields?: FieldError[]; headers?: Record<string, string> } }
   | { message: string; name: string; code?: string; stack?: string };
 
 export function encodeError(err: unknown): EncodedError {
+  if (err instanceof DomainError) return { domain: { kind: err.kind, detail: err.detail, fields: err.fields, retryAfterSeconds: err.retryAfterSeconds } };
   if (err instanceof ApiError) return { api: { type: err.type, detail: err.detail, fields: err.fields, headers: err.headers } };
   const e = err as { message?: unknown; name?: unknown; code?: unknown; stack?: unknown } | null;
   return {
@@ -32,8 +35,9 @@ export function encodeError(err: unknown): EncodedError {
   };
 }
 
-/** The error a command threw in the actor, rebuilt on the caller's side (ApiError keeps its type; storage errors keep their code). */
+/** The error a command threw in the actor, rebuilt on the caller's side (domain errors and ApiErrors keep their kind; storage errors keep their code). */
 export function decodeError(encoded: EncodedError): Error {
+  if ('domain' in encoded) return new DomainError(encoded.domain.kind, encoded.domain.detail, encoded.domain.fields, encoded.domain.retryAfterSeconds);
   if ('api' in encoded) return new ApiError(encoded.api.type, encoded.api.detail, { fields: encoded.api.fields, headers: encoded.api.headers });
   const err = new Error(encoded.message) as Error & { code?: string };
   err.name = encoded.name;
@@ -83,7 +87,7 @@ export class PortMailbox implements Mailbox {
   }
 
   async close(): Promise<void> {
-    for (const w of this.waiting.values()) w.reject(new ApiError('service_unavailable', 'The shard is shutting down'));
+    for (const w of this.waiting.values()) w.reject(unavailable('The shard is shutting down'));
     this.waiting.clear();
     this.port.close();
   }

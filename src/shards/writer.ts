@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { shardMigrations } from '../../migrations/shard/index.js';
-import { ApiError } from '../errors/catalog.js';
+import { unavailable } from '../errors/domain.js';
 import { systemClock } from '../clock.js';
 import type { ControlPlane } from '../control/controlPlane.js';
 import type { AssetPlacement } from '../locations/placement.js';
@@ -55,7 +55,7 @@ export class ShardWriter {
     try {
       // The deadline is the actor's own wall clock against the sender's: how long the message waited.
       if (message.deadline !== undefined && systemClock.now() > message.deadline) {
-        throw new ApiError('service_unavailable', 'The write waited too long behind other work of its shard; nothing was changed; retry later', { headers: { 'Retry-After': '1' } });
+        throw unavailable('The write waited too long behind other work of its shard; nothing was changed; retry later', 1);
       }
       const command = commandNamed(message.name);
       if (command === undefined) throw new Error(`unknown shard command ${message.name}`);
