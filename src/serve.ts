@@ -80,7 +80,10 @@ export async function serve(config: Config): Promise<RunningService> {
     control.close();
     throw err;
   }
-  logger.info({ port, host: config.HOST, data_dir: config.DATA_DIR, shards: config.SHARDS, http_threads: config.HTTP_THREADS }, 'listening');
+  fs.writeFileSync(path.join(config.DATA_DIR, 'http.url'), `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}\n`);
+  // The one line an operator needs to find the port, printed at any level but silent (http.url has it too).
+  const announcer = logger.isLevelEnabled('info') || config.LOG_LEVEL === 'silent' ? logger : logger.child({}, { level: 'info' });
+  announcer.info({ port, host: config.HOST, data_dir: config.DATA_DIR, shards: config.SHARDS, http_threads: config.HTTP_THREADS }, 'listening');
 
   let stopping: Promise<void> | undefined;
   const stop = () =>

@@ -3,6 +3,8 @@
  * on the one port, a key's budget is the process's (not multiplied by the thread count), and
  * /metrics counts the requests of every thread.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import t from 'tap';
 import { startTrackd } from './helpers/trackd.js';
 
@@ -34,4 +36,15 @@ t.test('HTTP_THREADS threads share the port, the rate limits and the metrics', a
     .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
   t.equal(counted, sent, '/metrics counts the requests of every thread');
   t.match(metrics, /^process_resident_memory_bytes \d+$/m, 'process memory once, for the whole process');
+});
+
+t.test('the port is discoverable at LOG_LEVEL=warn: the listening line and DATA_DIR/http.url', async (t) => {
+  const trackd = await startTrackd(t, { env: { LOG_LEVEL: 'warn' } });
+  const listening = trackd.logs().filter((l) => l.msg === 'listening');
+  t.equal(listening.length, 1, 'one listening line although info is below the level');
+  t.equal(listening[0].port, trackd.port);
+  t.equal(fs.readFileSync(path.join(trackd.dataDir, 'http.url'), 'utf8'), `http://127.0.0.1:${trackd.port}\n`);
+  t.equal((await trackd.request('GET', '/healthz')).status, 200);
+  t.equal(await trackd.stop(), 0, 'stops cleanly; every line it printed is read');
+  t.notOk(trackd.logs().some((l) => l.msg === 'request'), 'the level still holds for everything else (no request line)');
 });

@@ -9,6 +9,7 @@ const YEAR_ONE = (() => {
   d.setUTCHours(0, 0, 0, 0);
   return d.getTime();
 })();
+const LAST_MS_OF_9999 = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 /** The two sentinel instants rejected on every request timestamp: 0001-01-01T00:00:00Z and the epoch. */
 export const SENTINEL_INSTANTS: readonly number[] = [YEAR_ONE, 0];
@@ -66,8 +67,21 @@ function parseUncached(text: string): ParsedTimestamp | undefined {
   date.setUTCFullYear(year, month - 1, day);
   date.setUTCHours(hour, minute, second, millis);
   const ms = date.getTime() - offsetMinutes * 60_000;
-  if (!Number.isFinite(ms)) return undefined;
+  if (!Number.isFinite(ms) || ms < YEAR_ONE || ms > LAST_MS_OF_9999) return undefined;
   return { ms, sentinel: subMillisZero && (ms === YEAR_ONE || ms === 0) };
+}
+
+/**
+ * True for RFC 3339 text of a real date whose instant falls outside the years 0001 to 9999 (UTC):
+ * what most clients (Python's datetime, PostgreSQL) cannot represent, so trackd refuses it.
+ */
+export function outsideSupportedYears(text: string): boolean {
+  if (parseTimestamp(text) !== undefined) return false;
+  const m = RFC3339.exec(text);
+  if (m === null) return false;
+  const year = Number(m[1]);
+  // Year 0000 itself, or years 0001/9999 pushed past the range by their offset.
+  return year === 0 || year === 1 || year === 9999;
 }
 
 /** Outbound form: UTC with exactly three fractional digits and a trailing Z. */
@@ -81,6 +95,7 @@ export function formatNullableTimestamp(ms: number | null): string | null {
 
 export const timestampMessages = {
   invalid: (field: string) => `${field} must be an RFC 3339 timestamp (for example 2026-01-31T12:00:00Z)`,
+  outOfRange: (field: string, value: string) => `${field}: ${value} is outside the years 0001 to 9999 (UTC) that clients can represent`,
   sentinelNullable: (field: string, value: string) =>
     `${field}: ${value} is a sentinel value, not a real timestamp; use null for an open-ended value`,
   sentinelRequired: (field: string, value: string) =>

@@ -3,7 +3,7 @@ import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
 const Ajv = AjvModule.default;
 import type { TSchema } from '@sinclair/typebox';
 import { fieldError, type FieldError } from '../errors/catalog.js';
-import { parseTimestamp, timestampMessages } from './timestamps.js';
+import { outsideSupportedYears, parseTimestamp, timestampMessages } from './timestamps.js';
 
 /**
  * Body validation: TypeBox schemas compiled by ajv (allErrors), every ajv failure mapped once to a
@@ -27,7 +27,7 @@ ajv.addKeyword({
     if (parsed !== undefined && !parsed.sentinel) return true;
     const field = pathToField(ctx?.instancePath ?? '');
     let message: string;
-    if (parsed === undefined) message = timestampMessages.invalid(field);
+    if (parsed === undefined) message = outsideSupportedYears(data) ? timestampMessages.outOfRange(field, data) : timestampMessages.invalid(field);
     else message = mode === 'nullable' ? timestampMessages.sentinelNullable(field, data) : timestampMessages.sentinelRequired(field, data);
     (validateTimestamp as unknown as { errors: Partial<ErrorObject>[] }).errors = [{ keyword: 'x-timestamp', message, params: {} }];
     return false;
