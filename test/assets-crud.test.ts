@@ -1,5 +1,6 @@
 import t from 'tap';
 import { key, startAssets } from './helpers/assets.js';
+import { inlineRefs } from './helpers/openapi.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -163,7 +164,7 @@ t.test('asset lifecycle', async (t) => {
   });
 
   t.test('described in the OpenAPI document', async (t) => {
-    const doc = (await api.trackd.request('GET', '/api/openapi.json')).json;
+    const doc = inlineRefs((await api.trackd.request('GET', '/api/openapi.json')).json);
     const ops = [
       ['/api/v1/assets', 'get', 'listAssets', ['assets:read']],
       ['/api/v1/assets', 'post', 'createAsset', ['assets:write']],

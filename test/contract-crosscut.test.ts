@@ -1,6 +1,7 @@
 import t from 'tap';
 import { ALL_SCOPES, eventually, startTrackd, type HttpResult } from './helpers/trackd.js';
 import { expectError, expectRateHeaders } from './helpers/wire.js';
+import { inlineRefs } from './helpers/openapi.js';
 
 /**
  * Contract audit: the cross-cutting rules of interface.md checked on EVERY operation of the served
@@ -90,7 +91,7 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
     return { name: 'Never stored' };
   };
 
-  const doc = (await trackd.request('GET', '/api/openapi.json')).json;
+  const doc = inlineRefs((await trackd.request('GET', '/api/openapi.json')).json);
   const operations: Operation[] = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
     Object.entries(item).map(([method, op]) => ({
       method: method.toUpperCase(),

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { ALL_SCOPES, eventually, startTrackd } from './helpers/trackd.js';
 import { expectError, expectRateHeaders } from './helpers/wire.js';
+import { inlineRefs } from './helpers/openapi.js';
 
 /** Contract audit: single rules of interface.md that no feature test pinned down. */
 
@@ -43,7 +44,7 @@ t.test('contract rules', async (t) => {
   });
 
   t.test('1.3, 9.2: the OpenAPI document flags what is extensible and documents the chosen defaults', async (t) => {
-    const doc = (await trackd.request('GET', '/api/openapi.json')).json;
+    const doc = inlineRefs((await trackd.request('GET', '/api/openapi.json')).json);
     const data = (path: string, method = 'get', status = '200') => {
       const schema = doc.paths[path][method].responses[status].content['application/json'].schema;
       return schema.properties.data.items ?? schema.properties.data;

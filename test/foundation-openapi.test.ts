@@ -56,6 +56,29 @@ t.test('OpenAPI 3.0.3 description at /api/openapi.json and /api/openapi.yaml', a
     t.same(doc.paths['/api/v1/assets'].post['x-required-scopes'], ['assets:write']);
   });
 
+  t.test('named components: every body an operation takes or returns is a $ref to one', async (t) => {
+    const names = Object.keys(doc.components.schemas);
+    for (const name of ['Asset', 'AssetCreate', 'AssetPatch', 'AssetList', 'AssetResponse', 'Location', 'LocationCreate', 'LocationPatch', 'LocationList', 'Tag', 'TagRequest', 'AssetLocation', 'AssetLocationList', 'HistoryEvent', 'HistoryEventList', 'Organization', 'FieldError', 'ErrorEnvelope']) {
+      t.ok(names.includes(name), `components/schemas/${name}`);
+    }
+    const inline: string[] = [];
+    const dangling: string[] = [];
+    const check = (label: string, schema: { $ref?: string } | undefined) => {
+      if (schema === undefined) return;
+      if (typeof schema.$ref !== 'string') inline.push(label);
+      else if (!names.includes(schema.$ref.replace('#/components/schemas/', ''))) dangling.push(`${label}: ${schema.$ref}`);
+    };
+    for (const { path, method, op } of operations) {
+      for (const [type, content] of Object.entries<any>(op.requestBody?.content ?? {})) check(`${method} ${path} request ${type}`, content.schema);
+      for (const [status, response] of Object.entries<any>(op.responses)) check(`${method} ${path} ${status}`, response.content?.['application/json']?.schema);
+    }
+    t.same(inline, [], 'no inline request or response schema');
+    t.same(dangling, [], 'every $ref names a component');
+    t.type(doc.info.license?.name, 'string', 'info.license');
+    t.ok(doc.tags.every((tag: { description?: string }) => typeof tag.description === 'string' && tag.description.length > 0), 'every tag has a description');
+    t.ok(new Set(operations.map((o) => o.op.operationId)).size === operations.length, 'operationIds are unique');
+  });
+
   t.test('3.0 forms only: nullable instead of type arrays or null types, no const', async (t) => {
     let nullable = 0;
     const bad: string[] = [];

@@ -7,6 +7,7 @@ import { eventually, startTrackd, tempDir } from './helpers/trackd.js';
 import { envelopeProblems, shardSnapshotter } from './helpers/hostile.js';
 import { operationsOf, type Operation } from './helpers/openapiFuzz.js';
 import { natsClient, publish, scanBody } from './helpers/scans.js';
+import { inlineRefs } from './helpers/openapi.js';
 
 /**
  * Keys and organization isolation over EVERY operation of the OpenAPI document: forged and borrowed
@@ -25,7 +26,7 @@ t.test('isolation and forged keys across every operation', async (t) => {
   const orgB = trackd.createOrg('Tenant B');
   const keyA = trackd.createKey(orgA.id);
   const keyB = trackd.createKey(orgB.id);
-  const doc = (await trackd.request('GET', '/api/openapi.json')).json;
+  const doc = inlineRefs((await trackd.request('GET', '/api/openapi.json')).json);
   const ops = operationsOf(doc);
   const reqA = (method: string, p: string, body?: unknown) => trackd.request(method, p, { token: keyA.token, body });
   const reqB = (method: string, p: string, body?: unknown) => trackd.request(method, p, { token: keyB.token, body });

@@ -3,6 +3,7 @@ import { seed } from './helpers/masterdata.js';
 import { metric, natsClient, publish, scanBody } from './helpers/scans.js';
 import { eventually, startTrackd } from './helpers/trackd.js';
 import { expectError } from './helpers/wire.js';
+import { inlineRefs } from './helpers/openapi.js';
 
 // One trackd and org for the file; the reads are checked against a small, fixed scan history.
 const trackd = await startTrackd(t);
@@ -165,7 +166,7 @@ t.test('scope tracking:read guards both reads and is published in the OpenAPI do
   expectError(t, await get(reportPath, noTracking), { status: 403, type: 'forbidden', instance: reportPath });
   expectError(t, await get(historyPath, noTracking), { status: 403, type: 'forbidden', instance: historyPath });
   t.equal((await trackd.request('GET', reportPath)).status, 401);
-  const doc = (await trackd.request('GET', '/api/openapi.json')).json;
+  const doc = inlineRefs((await trackd.request('GET', '/api/openapi.json')).json);
   const reportOp = doc.paths['/api/v1/reports/asset-locations'].get;
   const historyOp = doc.paths['/api/v1/assets/{asset_id}/history'].get;
   t.same(reportOp['x-required-scopes'], ['tracking:read']);

@@ -30,7 +30,7 @@ export const AssetView = Type.Object(
     deleted_at: NullableResponseTimestamp,
     tags: Type.Array(TagView),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, 'x-component': 'Asset' },
 );
 export type AssetView = Static<typeof AssetView>;
 
@@ -66,7 +66,7 @@ export const AssetCreate = Type.Object(
     tags: Type.Optional(Type.Array(TagRequest, { maxItems: 100 })),
     ...LocationFieldsRejected,
   },
-  { additionalProperties: false },
+  { additionalProperties: false, 'x-component': 'AssetCreate' },
 );
 
 export function assetCreateErrors(body: Record<string, unknown>, now: number): FieldError[] {
@@ -84,17 +84,17 @@ export const AssetPatch = Type.Object(
     ...ReadOnlyEchoProperties,
     ...LocationFieldsRejected,
   },
-  { additionalProperties: false },
+  { additionalProperties: false, 'x-component': 'AssetPatch' },
 );
 
 export function assetPatchErrors(body: Record<string, unknown>): FieldError[] {
   return [...metadataErrors(body), ...locationFieldErrors(body), ...bodyWindowErrors(body)];
 }
 
-export const RenameBody = Type.Object({ external_key: ExternalKey }, { additionalProperties: false });
+export const RenameBody = Type.Object({ external_key: ExternalKey }, { additionalProperties: false, 'x-component': 'RenameRequest' });
 
 export const RenameResult = Type.Object({
   data: AssetView,
   descendant_count_affected: Type.Integer({ description: 'Always 0 for assets.' }),
-});
+}, { 'x-component': 'AssetRenameResult' });
 

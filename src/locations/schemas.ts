@@ -37,7 +37,7 @@ export const LocationView = Type.Object(
     deleted_at: NullableResponseTimestamp,
     tags: Type.Array(TagView),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, 'x-component': 'Location' },
 );
 export type LocationView = Static<typeof LocationView>;
 
@@ -59,7 +59,7 @@ export const CreateLocationBody = Type.Object(
     ...optionalWritable,
     tags: Type.Optional(Type.Array(TagRequest)),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, 'x-component': 'LocationCreate' },
 );
 export type CreateLocationBody = Static<typeof CreateLocationBody>;
 
@@ -70,18 +70,18 @@ export const PatchLocationBody = Type.Object(
     ...optionalWritable,
     ...ReadOnlyEchoProperties,
   },
-  { additionalProperties: false },
+  { additionalProperties: false, 'x-component': 'LocationPatch' },
 );
 export type PatchLocationBody = Static<typeof PatchLocationBody>;
 
-export const RenameBody = Type.Object({ external_key: ExternalKey }, { additionalProperties: false });
+export const RenameBody = Type.Object({ external_key: ExternalKey }, { additionalProperties: false, 'x-component': 'RenameRequest' });
 
 export const LocationEnvelope = DataEnvelope(LocationView);
 export const LocationList = ListEnvelope(LocationView);
 export const RenameResult = Type.Object({
   data: LocationView,
   descendant_count_affected: Type.Integer({ minimum: 0 }),
-});
+}, { 'x-component': 'LocationRenameResult' });
 
 export const LIST_SORT_FIELDS = ['external_key', 'name', 'created_at'] as const;
 

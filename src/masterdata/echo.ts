@@ -21,7 +21,8 @@ export const ReadOnlyEchoProperties = {
     Type.Array(Type.Unknown(), {
       'x-openapi': {
         type: 'array',
-        items: TagView,
+        // Documented inline: the published Tag is the response form, open to additive fields.
+        items: { ...TagView, 'x-component': undefined },
         description: 'Read-only echo, compared as a set by tag id and content (order ignored): else invalid_context (use the tags sub-resource).',
       },
     }),

@@ -61,17 +61,25 @@ export const TagView = Type.Object(
     tag_type: Type.String({ enum: [...TAG_TYPES], 'x-extensible-enum': true }),
     value: Type.String(),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, 'x-component': 'Tag' },
 );
 export type TagView = Static<typeof TagView>;
 
-/** List envelope of interface 4.3. */
-export const ListEnvelope = <T extends TSchema>(item: T) =>
-  Type.Object({
-    data: Type.Array(item),
-    limit: Type.Integer(),
-    offset: Type.Integer(),
-    total_count: Type.Integer(),
-  });
+/** The OpenAPI component name a schema is published under (`x-component`), if any. */
+const componentOf = (schema: TSchema): string | undefined => (schema as { 'x-component'?: string })['x-component'];
 
-export const DataEnvelope = <T extends TSchema>(item: T) => Type.Object({ data: item });
+/** List envelope of interface 4.3; published as `<Item>List` when its item is a named component. */
+export const ListEnvelope = <T extends TSchema>(item: T) =>
+  Type.Object(
+    {
+      data: Type.Array(item),
+      limit: Type.Integer(),
+      offset: Type.Integer(),
+      total_count: Type.Integer(),
+    },
+    componentOf(item) === undefined ? {} : { 'x-component': `${componentOf(item)}List` },
+  );
+
+/** `{ data: item }`; published as `<Item>Response` when its item is a named component. */
+export const DataEnvelope = <T extends TSchema>(item: T) =>
+  Type.Object({ data: item }, componentOf(item) === undefined ? {} : { 'x-component': `${componentOf(item)}Response` });

@@ -25,6 +25,7 @@ export const TagRequest = Type.Object(
   { tag_type: Type.Unknown(), value: TagValue },
   {
     additionalProperties: false,
+    'x-component': 'TagRequest',
     'x-openapi': { oneOf: TAG_TYPES.map(tagVariant), discriminator: { propertyName: 'tag_type' } },
   },
 );

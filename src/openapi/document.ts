@@ -6,7 +6,7 @@ import { ID_MAX } from '../http/query.js';
 
 type Json = Record<string, unknown>;
 
-const DROPPED_KEYWORDS = new Set(['$id', '$schema', 'x-int64', 'x-timestamp', 'x-pattern-message', 'examples']);
+const DROPPED_KEYWORDS = new Set(['$id', '$schema', 'x-int64', 'x-timestamp', 'x-pattern-message', 'examples', 'x-component']);
 
 function isNullSchema(node: unknown): boolean {
   return typeof node === 'object' && node !== null && (node as Json).type === 'null' && Object.keys(node).length === 1;
@@ -25,24 +25,35 @@ function literalUnion(members: Json[]): Json | undefined {
   return { type, enum: members.map((m) => m.const) };
 }
 
-function convert(node: unknown): unknown {
-  if (Array.isArray(node)) return node.map(convert);
+/** Where named schemas (`x-component`) are published while a document is built, and on which side they are used. */
+interface Publishing {
+  components: Map<string, Json>;
+  /** Response side: the published form does not refuse additive fields (interface 9.2). */
+  response: boolean;
+}
+
+function convert(node: unknown, publishing?: Publishing): unknown {
+  if (Array.isArray(node)) return node.map((n) => convert(n, publishing));
   if (node === null || typeof node !== 'object') return node;
   const input = node as Json;
+  if (typeof input['x-component'] === 'string' && publishing !== undefined) {
+    const { 'x-component': name, ...schema } = input;
+    return publish(name as string, convert(schema, publishing) as Json, publishing);
+  }
   // A schema may carry a different documented form (e.g. oneOf variants over a flat validation schema).
-  if ('x-openapi' in input) return convert(input['x-openapi']);
+  if ('x-openapi' in input) return convert(input['x-openapi'], publishing);
   let out: Json = {};
   for (const [key, value] of Object.entries(input)) {
     if (DROPPED_KEYWORDS.has(key)) continue;
     if (key === 'const') out.enum = [value];
-    else if (key === 'patternProperties') out.additionalProperties = convert(Object.values(value as Json)[0] ?? {});
+    else if (key === 'patternProperties') out.additionalProperties = convert(Object.values(value as Json)[0] ?? {}, publishing);
     else if (key === 'exclusiveMinimum' || key === 'exclusiveMaximum') {
       // JSON Schema 2019 numbers become the 3.0 boolean form.
       if (typeof value === 'number') {
         out[key === 'exclusiveMinimum' ? 'minimum' : 'maximum'] = value;
         out[key] = true;
       } else out[key] = value;
-    } else out[key] = convert(value);
+    } else out[key] = convert(value, publishing);
   }
   if (input['x-timestamp'] !== undefined) out.format = 'date-time';
   if (Array.isArray(input.examples) && out.example === undefined && input.examples.length > 0) out.example = input.examples[0];
@@ -95,8 +106,17 @@ function openResponseSchema(node: unknown): Json {
  * (null members and type arrays become `nullable: true`, `const` becomes a one-value `enum`,
  * unions of literals become an `enum`) and trackd's custom keywords turned into their 3.0 form.
  */
-export function toOpenApiSchema(schema: TSchema | Json): Json {
-  return convert(JSON.parse(JSON.stringify(schema))) as Json;
+export function toOpenApiSchema(schema: TSchema | Json, publishing?: Publishing): Json {
+  return convert(JSON.parse(JSON.stringify(schema)), publishing) as Json;
+}
+
+/** Files a named schema under components/schemas and returns its `$ref`; one name, one form. */
+function publish(name: string, schema: Json, publishing: Publishing): Json {
+  const form = publishing.response ? openResponseSchema(schema) : schema;
+  const existing = publishing.components.get(name);
+  if (existing !== undefined && JSON.stringify(existing) !== JSON.stringify(form)) throw new Error(`component ${name} is published in two different forms`);
+  publishing.components.set(name, form);
+  return { $ref: `#/components/schemas/${name}` };
 }
 
 const errorEnvelopeSchema: Json = {
@@ -113,26 +133,32 @@ const errorEnvelopeSchema: Json = {
         detail: { type: 'string' },
         instance: { type: 'string' },
         request_id: { type: 'string', description: 'ULID equal to the X-Request-ID response header' },
-        fields: {
-          type: 'array',
-          items: {
-            type: 'object',
-            required: ['field', 'code', 'message'],
-            properties: {
-              field: { type: 'string' },
-              code: {
-                type: 'string',
-                enum: ['required', 'invalid_value', 'unknown_field', 'invalid_context', 'too_short', 'too_long', 'too_small', 'too_large', 'fk_not_found', 'ambiguous_fields', 'read_only'],
-                'x-extensible-enum': true,
-              },
-              message: { type: 'string' },
-              params: { type: 'object', additionalProperties: true },
-            },
-          },
-        },
+        fields: { type: 'array', items: { $ref: '#/components/schemas/FieldError' } },
       },
     },
   },
+};
+
+const fieldErrorSchema: Json = {
+  type: 'object',
+  required: ['field', 'code', 'message'],
+  properties: {
+    field: { type: 'string' },
+    code: {
+      type: 'string',
+      enum: ['required', 'invalid_value', 'unknown_field', 'invalid_context', 'too_short', 'too_long', 'too_small', 'too_large', 'fk_not_found', 'ambiguous_fields', 'read_only'],
+      'x-extensible-enum': true,
+    },
+    message: { type: 'string' },
+    params: { type: 'object', additionalProperties: true },
+  },
+};
+
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  Organization: 'The organization and scopes of the API key in use.',
+  Locations: 'The location tree (site > building > dock > shelf): create, read, change, rename, soft-delete, walk.',
+  Assets: 'Tracked assets with their RFID, BLE and barcode tags.',
+  Tracking: 'Read-only: the current location of every scanned asset, and each asset\'s visits.',
 };
 
 function queryParamSchema(p: QueryParam): Json {
@@ -193,6 +219,9 @@ function errorStatusesFor(route: Route): number[] {
 /** The OpenAPI 3.0.3 document of every documented route: the single source is the route table. */
 export function buildOpenApiDocument(routes: Route[]): Json {
   const paths: Record<string, Record<string, Json>> = {};
+  const components = new Map<string, Json>([['ErrorEnvelope', errorEnvelopeSchema], ['FieldError', fieldErrorSchema]]);
+  const requests: Publishing = { components, response: false };
+  const responses_: Publishing = { components, response: true };
   for (const route of routes) {
     if (route.undocumented) continue;
     const parameters: Json[] = [];
@@ -216,7 +245,7 @@ export function buildOpenApiDocument(routes: Route[]): Json {
       if (spec.headers) {
         for (const [h, def] of Object.entries(spec.headers)) (r.headers as Json)[h] = { description: def.description, schema: toOpenApiSchema(def.schema) };
       }
-      if (spec.schema) r.content = { 'application/json': { schema: openResponseSchema(toOpenApiSchema(spec.schema)) } };
+      if (spec.schema) r.content = { 'application/json': { schema: openResponseSchema(toOpenApiSchema(spec.schema, responses_)) } };
       responses[status] = r;
     }
     for (const status of errorStatusesFor(route)) {
@@ -236,7 +265,7 @@ export function buildOpenApiDocument(routes: Route[]): Json {
       responses,
     };
     if (route.body) {
-      op.requestBody = { required: true, content: { [route.body.contentType]: { schema: toOpenApiSchema(route.body.schema) } } };
+      op.requestBody = { required: true, content: { [route.body.contentType]: { schema: toOpenApiSchema(route.body.schema, requests) } } };
     }
     (paths[route.path] ??= {})[route.method.toLowerCase()] = op;
   }
@@ -246,13 +275,14 @@ export function buildOpenApiDocument(routes: Route[]): Json {
       title: 'trackd: asset and location tracking API',
       version: '1.0.0',
       description: 'Master data (assets, locations, tags) read-write; scan-derived location and history read-only.',
+      license: { name: 'Proprietary (UNLICENSED)' },
     },
     servers: [{ url: '/' }],
-    tags: [...new Set(routes.filter((r) => !r.undocumented).map((r) => r.tag))].map((name) => ({ name })),
+    tags: [...new Set(routes.filter((r) => !r.undocumented).map((r) => r.tag))].map((name) => (TAG_DESCRIPTIONS[name] ? { name, description: TAG_DESCRIPTIONS[name] } : { name })),
     paths,
     components: {
       securitySchemes: { BearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
-      schemas: { ErrorEnvelope: errorEnvelopeSchema },
+      schemas: Object.fromEntries([...components].sort(([a], [b]) => a.localeCompare(b))),
     },
   };
 }

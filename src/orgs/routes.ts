@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { ApiError } from '../errors/catalog.js';
 import type { Route } from '../http/route.js';
 import type { Services } from '../services.js';
+import { DataEnvelope } from '../masterdata/fields.js';
 import { OrganizationView } from './schemas.js';
 
 export function orgRoutes(services: Services): Route[] {
@@ -14,7 +15,7 @@ export function orgRoutes(services: Services): Route[] {
       tag: 'Organization',
       scopes: [],
       orgScoped: false,
-      responses: { 200: { description: 'The organization of the API key', schema: Type.Object({ data: OrganizationView }) } },
+      responses: { 200: { description: 'The organization of the API key', schema: DataEnvelope(OrganizationView) } },
       handler: (ctx) => {
         const org = services.control.getOrg(ctx.principal.orgId);
         if (org === undefined) throw new ApiError('missing_org_context', 'The API key has no live organization');

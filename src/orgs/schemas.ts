@@ -7,6 +7,6 @@ export const OrganizationView = Type.Object(
     scopes: Type.Array(Type.String()),
     api_key_id: Type.String({ format: 'uuid' }),
   },
-  { $id: 'Organization', additionalProperties: false },
+  { additionalProperties: false, 'x-component': 'Organization' },
 );
 export type OrganizationView = Static<typeof OrganizationView>;

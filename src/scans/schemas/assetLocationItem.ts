@@ -11,6 +11,6 @@ export const AssetLocationItem = Type.Object(
     asset_last_seen: Timestamp,
     asset_deleted_at: NullableResponseTimestamp,
   },
-  { additionalProperties: false },
+  { additionalProperties: false, 'x-component': 'AssetLocation' },
 );
 export type AssetLocationItem = Static<typeof AssetLocationItem>;

@@ -28,6 +28,6 @@ export const HistoryEvent = Type.Object(
     read_count: Type.Integer({ minimum: 1 }),
     location: Nullable(HistoryLocation),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, 'x-component': 'HistoryEvent' },
 );
 export type HistoryEvent = Static<typeof HistoryEvent>;
