@@ -7,7 +7,7 @@ import { HttpThreads } from './http/threads.js';
 import { createLogger } from './log.js';
 import { startNatsServer, type NatsServerProcess } from './nats/embedded.js';
 import { Metrics } from './ops/metrics.js';
-import { collectProcessMetrics, collectThreadBusy } from './ops/processMetrics.js';
+import { collectProcessMetrics, collectThreadBusy, type LoopClock } from './ops/processMetrics.js';
 import { Readiness } from './ops/readiness.js';
 import { readersSource } from './readers/source.js';
 import { startScanIngest, type ScanIngest } from './scans/ingest.js';
@@ -48,7 +48,7 @@ export async function serve(config: Config): Promise<RunningService> {
   const services: Services = { config, logger, metrics, control, shards, readiness };
   services.storageHealth = new StorageHealth(config.DATA_DIR, readiness, logger);
   const http = new HttpThreads(config, logger, readiness, actors, metrics, onCrash);
-  collectThreadBusy(metrics, () => [['main', performance], ...http.workers().map(([n, w]): [string, { eventLoopUtilization(): { active: number } }] => [n, w.performance]), ...actors.workers().map(([n, w]): [string, { eventLoopUtilization(): { active: number } }] => [n, w.performance])]);
+  collectThreadBusy(metrics, () => [['main', performance], ...[...http.workers(), ...actors.workers()].map(([name, worker]): [string, LoopClock] => [name, worker.performance])]);
 
   let embedded: NatsServerProcess | undefined;
   let ingest: ScanIngest | undefined;

@@ -12,7 +12,7 @@ export function collectProcessMetrics(metrics: Metrics, options: { wholeProcess:
   });
 }
 
-interface LoopClock {
+export interface LoopClock {
   eventLoopUtilization(): { active: number };
 }
 
