@@ -48,3 +48,9 @@ t.test('the port is discoverable at LOG_LEVEL=warn: the listening line and DATA_
   t.equal(await trackd.stop(), 0, 'stops cleanly; every line it printed is read');
   t.notOk(trackd.logs().some((l) => l.msg === 'request'), 'the level still holds for everything else (no request line)');
 });
+
+t.test('a second trackd on a port already served refuses to start instead of sharing it', async (t) => {
+  const first = await startTrackd(t);
+  await t.rejects(startTrackd(t, { env: { PORT: String(first.port) } }), /the port is in use by another process/, 'the second exits with one line saying why');
+  t.equal((await first.request('GET', '/healthz')).status, 200, 'the first still serves');
+});

@@ -65,7 +65,13 @@ export class HttpThreads {
    * another process take it in between.
    */
   private async listenFirst(): Promise<number> {
-    if (this.config.PORT !== 0) return this.listen(this.threads[0], this.config.PORT);
+    if (this.config.PORT !== 0) {
+      // uWS listens with SO_REUSEPORT (so that the threads share the port), which would also let a
+      // second trackd join a port already served and split the clients between two services. A plain
+      // bind first, without that option, fails on any port another process is listening on.
+      await assertPortFree(this.config.HOST, this.config.PORT);
+      return this.listen(this.threads[0], this.config.PORT);
+    }
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.listen(this.threads[0], await freePort(this.config.HOST));
@@ -160,5 +166,16 @@ function freePort(host: string): Promise<number> {
       const { port } = server.address() as net.AddressInfo;
       server.close(() => resolve(port));
     });
+  });
+}
+
+/** Throws when `port` on `host` cannot be bound (another process listens on it). */
+function assertPortFree(host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new Error(err.code === 'EADDRINUSE' ? `cannot listen on ${host}:${port}: the port is in use by another process` : `cannot listen on ${host}:${port}: ${err.message}`)),
+    );
+    server.listen({ port, host, exclusive: true }, () => server.close(() => resolve()));
   });
 }
