@@ -224,10 +224,7 @@ export class HttpServer {
     const route = compiled.route;
     try {
       const principal = request.principal instanceof Promise ? await request.principal : request.principal;
-      if (p.isApi && principal !== undefined) {
-        p.rate = this.limiter.take(principal.apiKeyId, this.clock.now());
-        if (!this.limiter.allowed(p.rate)) throw rateLimited(this.limiter, p.rate, this.clock.now());
-      }
+      if (p.isApi && principal !== undefined) this.chargeRate(p, principal.apiKeyId);
       if (principal !== undefined) requireScopes(route, principal);
       const shard = resolveShard(this.options.shards, route, principal);
       const errors: FieldError[] = [];
@@ -294,6 +291,16 @@ export class HttpServer {
     });
   }
 
+  /** Takes one request from `key`'s budget into the exchange (its headers show the window); throws the 429 when over it. */
+  private chargeRate(p: Pending, key: string): void {
+    try {
+      p.rate = takeRate(this.limiter, key, this.clock.now());
+    } catch (err) {
+      p.rate = (err as ReturnType<typeof rateLimited>).window;
+      throw err;
+    }
+  }
+
   private fail(p: Pending, err: unknown, closeConnection = false): void {
     const apiError = this.options.storageHealth?.report(err) ?? asApiError(err);
     if (apiError.status === 500) {
@@ -312,11 +319,9 @@ export class HttpServer {
     // an API key (no auth needed, or it failed) is counted against the client address, with the same budget.
     if (p.rate === undefined && p.isApi) {
       try {
-        p.rate = takeRate(this.limiter, `ip:${remoteAddress(p.res)}`, this.clock.now());
+        this.chargeRate(p, `ip:${remoteAddress(p.res)}`);
       } catch (err) {
-        const refused = err as ReturnType<typeof rateLimited>;
-        p.rate = refused.window;
-        reply = this.errorReply(p, refused);
+        reply = this.errorReply(p, err as ApiError);
       }
     }
     p.done = true;

@@ -1,6 +1,7 @@
 import net from 'node:net';
-import { Worker } from 'node:worker_threads';
+import { Worker, type TransferListItem } from 'node:worker_threads';
 import type { Config } from '../config.js';
+import { freePort } from '../nats/embedded.js';
 import type { Logger } from '../log.js';
 import { Metrics, type MetricsSnapshot } from '../ops/metrics.js';
 import type { Readiness } from '../ops/readiness.js';
@@ -96,8 +97,8 @@ export class HttpThreads {
     });
   }
 
-  private post(thread: Thread, message: ToHttpWorker, transfer?: import("node:worker_threads").TransferListItem[]): void {
-    thread.worker.postMessage(message, transfer as never);
+  private post(thread: Thread, message: ToHttpWorker, transfer?: TransferListItem[]): void {
+    thread.worker.postMessage(message, transfer);
   }
 
   private onMessage(thread: Thread, message: FromHttpWorker): void {
@@ -155,18 +156,6 @@ export class HttpThreads {
     );
     this.logger.debug({ threads: this.threads.length }, 'http threads stopped');
   }
-}
-
-/** A port free on `host` right now. */
-function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, host, () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Throws when `port` on `host` cannot be bound (another process listens on it). */

@@ -20,11 +20,11 @@ export function findNatsServer(): string {
   throw new Error('nats-server not found: install it (Debian: apt-get install -y nats-server) or set NATS_URL to an existing server');
 }
 
-export function freePort(): Promise<number> {
+export function freePort(host = '127.0.0.1'): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
+    srv.listen(0, host, () => {
       const port = (srv.address() as net.AddressInfo).port;
       srv.close(() => resolve(port));
     });

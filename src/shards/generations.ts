@@ -44,7 +44,7 @@ export class ShardGenerations {
   /** Writer side: records a committed command's effects. */
   bump(effects: WriteEffects): void {
     if (effects === 'scans') return;
-    const table = effects === 'any' ? -1 : TABLES.indexOf(effects.table as (typeof TABLES)[number]);
+    const table = effects === 'any' ? -1 : tableIndex(effects.table);
     if (effects === 'any' || table < 0) {
       Atomics.add(this.counters, ANY, 1);
       return;
@@ -54,7 +54,7 @@ export class ShardGenerations {
   }
 
   rowStamp(table: string, id: number): RowStamp {
-    const t = TABLES.indexOf(table as (typeof TABLES)[number]);
+    const t = tableIndex(table);
     return { any: Atomics.load(this.counters, ANY), row: t < 0 ? 0 : Atomics.load(this.counters, FIRST_ROW + rowSlot(t, id)) };
   }
 
@@ -64,7 +64,7 @@ export class ShardGenerations {
   }
 
   tableStamp(table: string): TableStamp {
-    const t = TABLES.indexOf(table as (typeof TABLES)[number]);
+    const t = tableIndex(table);
     return { any: Atomics.load(this.counters, ANY), table: t < 0 ? 0 : Atomics.load(this.counters, FIRST_TABLE + t) };
   }
 
@@ -72,6 +72,11 @@ export class ShardGenerations {
     const now = this.tableStamp(table);
     return now.any === stamp.any && now.table === stamp.table;
   }
+}
+
+/** The table's counter index, or -1 for a table without counters of its own (its changes bump 'any'). */
+function tableIndex(table: string): number {
+  return TABLES.indexOf(table as (typeof TABLES)[number]);
 }
 
 function rowSlot(table: number, id: number): number {

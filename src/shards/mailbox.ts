@@ -46,6 +46,11 @@ export function decodeError(encoded: EncodedError): Error {
   return err;
 }
 
+function commandMessage<A>(id: number, command: ShardCommand<A, unknown>, args: A, clock: Clock, options: { deadlineMs?: number }): CommandMessage {
+  const now = clock.now();
+  return { id, name: command.name, args, now, deadline: options.deadlineMs === undefined ? undefined : now + options.deadlineMs };
+}
+
 /** How callers reach a shard actor; commands keep their order per mailbox and are answered after their commit. */
 export interface Mailbox {
   send<A, R>(command: ShardCommand<A, R>, args: A, options?: { deadlineMs?: number }): Promise<R>;
@@ -77,11 +82,9 @@ export class PortMailbox implements Mailbox {
   }
 
   send<A, R>(command: ShardCommand<A, R>, args: A, options: { deadlineMs?: number } = {}): Promise<R> {
-    const id = this.nextId++;
-    const now = this.clock.now();
-    const message: CommandMessage = { id, name: command.name, args, now, deadline: options.deadlineMs === undefined ? undefined : now + options.deadlineMs };
+    const message = commandMessage(this.nextId++, command, args, this.clock, options);
     return new Promise<R>((resolve, reject) => {
-      this.waiting.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      this.waiting.set(message.id, { resolve: resolve as (value: unknown) => void, reject });
       this.port.postMessage(message);
     });
   }
@@ -107,8 +110,7 @@ export class LocalMailbox implements Mailbox {
   ) {}
 
   send<A, R>(command: ShardCommand<A, R>, args: A, options: { deadlineMs?: number } = {}): Promise<R> {
-    const now = this.clock.now();
-    const message: CommandMessage = { id: this.nextId++, name: command.name, args: structuredClone(args), now, deadline: options.deadlineMs === undefined ? undefined : now + options.deadlineMs };
+    const message = commandMessage(this.nextId++, command, structuredClone(args), this.clock, options);
     const run = this.tail.then(() => {
       const answer = this.writer.execute(message);
       if (answer.error !== undefined) throw decodeError(answer.error);
