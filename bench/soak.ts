@@ -49,4 +49,6 @@ process.stderr.write(
 );
 fs.mkdirSync(path.dirname(values.out), { recursive: true });
 fs.writeFileSync(values.out, `${JSON.stringify(result, null, 2)}\n`);
-process.stdout.write(`${JSON.stringify({ out: values.out, first, last, scans_published: result.scans_published, scans_applied: result.scans_applied })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ out: values.out, first, last, scans_published: result.scans_published, scans_applied: result.scans_applied })}\n`,
+);

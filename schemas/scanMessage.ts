@@ -7,10 +7,20 @@ const TagRead = Type.Object({
 
 const LocationById = Type.Object({ id: Type.Integer({ minimum: 1, maximum: 2147483647 }) }, { additionalProperties: false });
 const LocationByKey = Type.Object(
-  { external_key: Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9-]+$', 'x-pattern-message': 'must contain only letters, digits and hyphens' }) },
+  {
+    external_key: Type.String({
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^[A-Za-z0-9-]+$',
+      'x-pattern-message': 'must contain only letters, digits and hyphens',
+    }),
+  },
   { additionalProperties: false },
 );
-const LocationByTag = Type.Object({ tag_type: Type.String({ minLength: 1, maxLength: 64 }), value: Type.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false });
+const LocationByTag = Type.Object(
+  { tag_type: Type.String({ minLength: 1, maxLength: 64 }), value: Type.String({ minLength: 1, maxLength: 255 }) },
+  { additionalProperties: false },
+);
 
 /** The body of a message on `scans.<org_id>.<source>` (operations.md section 3). Unknown keys are ignored. */
 export const ScanMessage = Type.Object({

@@ -40,7 +40,16 @@ const DEFAULTS: Record<string, string> = {
   RESPONSE_CACHE_MB: '64',
 };
 
-const INTEGER_VARS = new Set(['PORT', 'MQTT_PORT', 'SHARDS', 'HTTP_THREADS', 'RATE_LIMIT_PER_MIN', 'HISTORY_GAP_SECONDS', 'EVENT_ID_RETENTION_SECONDS', 'RESPONSE_CACHE_MB']);
+const INTEGER_VARS = new Set([
+  'PORT',
+  'MQTT_PORT',
+  'SHARDS',
+  'HTTP_THREADS',
+  'RATE_LIMIT_PER_MIN',
+  'HISTORY_GAP_SECONDS',
+  'EVENT_ID_RETENTION_SECONDS',
+  'RESPONSE_CACHE_MB',
+]);
 
 /** Reads the configuration; a bad value throws a ConfigError whose one-line message names the variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

@@ -48,7 +48,10 @@ export async function serve(config: Config): Promise<RunningService> {
   const services: Services = { config, logger, metrics, control, shards, readiness };
   services.storageHealth = new StorageHealth(config.DATA_DIR, readiness, logger);
   const http = new HttpThreads(config, logger, readiness, actors, metrics, onCrash);
-  collectThreadBusy(metrics, () => [['main', performance], ...[...http.workers(), ...actors.workers()].map(([name, worker]): [string, LoopClock] => [name, worker.performance])]);
+  collectThreadBusy(metrics, () => [
+    ['main', performance],
+    ...[...http.workers(), ...actors.workers()].map(([name, worker]): [string, LoopClock] => [name, worker.performance]),
+  ]);
 
   let embedded: NatsServerProcess | undefined;
   let ingest: ScanIngest | undefined;
@@ -60,7 +63,11 @@ export async function serve(config: Config): Promise<RunningService> {
     const threadsReady = http.start(config.HTTP_THREADS);
     threadsReady.catch(() => undefined);
     if (natsUrl === undefined) {
-      embedded = await startNatsServer({ storeDir: path.join(config.DATA_DIR, 'nats'), mqttPort: config.MQTT_PORT ?? 0, serverName: 'trackd-embedded' });
+      embedded = await startNatsServer({
+        storeDir: path.join(config.DATA_DIR, 'nats'),
+        mqttPort: config.MQTT_PORT ?? 0,
+        serverName: 'trackd-embedded',
+      });
       natsUrl = embedded.url;
       fs.writeFileSync(path.join(config.DATA_DIR, 'nats.url'), `${natsUrl}\n`);
       fs.writeFileSync(path.join(config.DATA_DIR, 'mqtt.url'), `mqtt://127.0.0.1:${embedded.mqttPort}\n`);
@@ -80,10 +87,16 @@ export async function serve(config: Config): Promise<RunningService> {
     control.close();
     throw err;
   }
-  fs.writeFileSync(path.join(config.DATA_DIR, 'http.url'), `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}\n`);
+  fs.writeFileSync(
+    path.join(config.DATA_DIR, 'http.url'),
+    `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}\n`,
+  );
   // The one line an operator needs to find the port, printed at any level but silent (http.url has it too).
   const announcer = logger.isLevelEnabled('info') || config.LOG_LEVEL === 'silent' ? logger : logger.child({}, { level: 'info' });
-  announcer.info({ port, host: config.HOST, data_dir: config.DATA_DIR, shards: config.SHARDS, http_threads: config.HTTP_THREADS }, 'listening');
+  announcer.info(
+    { port, host: config.HOST, data_dir: config.DATA_DIR, shards: config.SHARDS, http_threads: config.HTTP_THREADS },
+    'listening',
+  );
 
   let stopping: Promise<void> | undefined;
   const stop = () =>

@@ -29,14 +29,22 @@ t.test('asset keys under concurrency', async (t) => {
     t.equal((await api.create({ name: 'one again' })).external_key, slot(1), 'renaming away frees the slot');
     const taken = await api.req('POST', '/api/v1/assets', { name: 'clash', external_key: slot(1) });
     t.equal(taken.status, 409, 'a minted key is an ordinary key afterwards');
-    const rejected = await api.req('POST', '/api/v1/assets', { name: 'bad tag', tags: [{ tag_type: 'rfid', value: 'dup' }, { tag_type: 'rfid', value: 'dup' }] });
+    const rejected = await api.req('POST', '/api/v1/assets', {
+      name: 'bad tag',
+      tags: [
+        { tag_type: 'rfid', value: 'dup' },
+        { tag_type: 'rfid', value: 'dup' },
+      ],
+    });
     t.equal(rejected.status, 409);
     t.equal((await api.create({ name: 'four' })).external_key, slot(4), 'a rolled-back create did not use up a slot');
   });
 
   t.test('parallel renames to one key: exactly one wins', async (t) => {
     const api = await server.otherOrg('Rename Race Org');
-    const assets = await Promise.all(Array.from({ length: 12 }, (_, i) => api.create({ name: `Racer ${i}`, external_key: key(`RACE${i}`) })));
+    const assets = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => api.create({ name: `Racer ${i}`, external_key: key(`RACE${i}`) })),
+    );
     const target = key('PRIZE');
     const results = await Promise.all(assets.map((a) => api.req('POST', `/api/v1/assets/${a.id}/rename`, { external_key: target })));
     const statuses = results.map((r) => r.status).sort();
@@ -49,7 +57,9 @@ t.test('asset keys under concurrency', async (t) => {
   t.test('parallel creates with one caller key, and parallel attaches of one tag: exactly one wins', async (t) => {
     const api = await server.otherOrg('Create Race Org');
     const k = key('SAME');
-    const creates = await Promise.all(Array.from({ length: 10 }, () => api.req('POST', '/api/v1/assets', { name: 'same key', external_key: k })));
+    const creates = await Promise.all(
+      Array.from({ length: 10 }, () => api.req('POST', '/api/v1/assets', { name: 'same key', external_key: k })),
+    );
     t.same(creates.map((r) => r.status).sort(), [201, ...Array(9).fill(409)]);
     const owners = await Promise.all(Array.from({ length: 6 }, (_, i) => api.create({ name: `owner ${i}` })));
     const value = key('TAG');

@@ -13,8 +13,30 @@ t.test('asset lifecycle', async (t) => {
     t.equal(res.status, 201);
     const asset = res.json.data;
     t.equal(res.headers.get('location'), `/api/v1/assets/${asset.id}`);
-    t.same(Object.keys(asset).sort(), ['created_at', 'deleted_at', 'description', 'external_key', 'id', 'is_active', 'metadata', 'name', 'tags', 'updated_at', 'valid_from', 'valid_to']);
-    t.match(asset, { external_key: externalKey, name: 'Forklift', description: null, is_active: true, metadata: {}, valid_to: null, deleted_at: null, tags: [] });
+    t.same(Object.keys(asset).sort(), [
+      'created_at',
+      'deleted_at',
+      'description',
+      'external_key',
+      'id',
+      'is_active',
+      'metadata',
+      'name',
+      'tags',
+      'updated_at',
+      'valid_from',
+      'valid_to',
+    ]);
+    t.match(asset, {
+      external_key: externalKey,
+      name: 'Forklift',
+      description: null,
+      is_active: true,
+      metadata: {},
+      valid_to: null,
+      deleted_at: null,
+      tags: [],
+    });
     for (const field of ['valid_from', 'created_at', 'updated_at']) t.match(asset[field], ISO_MS, `${field} is .NNNZ`);
     t.equal(asset.valid_from, asset.created_at, 'valid_from defaults to the creation time');
     const got = await api.req('GET', `/api/v1/assets/${asset.id}`);
@@ -35,8 +57,16 @@ t.test('asset lifecycle', async (t) => {
         { tag_type: 'ble', value: key('BLE') },
       ],
     });
-    t.match(asset, { description: 'Blue', is_active: false, metadata: { colour: 'blue', dims: { w: 1, h: [1, 2] } }, valid_from: '2026-01-01T00:00:00.000Z' });
-    t.same(asset.tags.map((tag: any) => tag.tag_type), ['rfid', 'ble']);
+    t.match(asset, {
+      description: 'Blue',
+      is_active: false,
+      metadata: { colour: 'blue', dims: { w: 1, h: [1, 2] } },
+      valid_from: '2026-01-01T00:00:00.000Z',
+    });
+    t.same(
+      asset.tags.map((tag: any) => tag.tag_type),
+      ['rfid', 'ble'],
+    );
     t.same(Object.keys(asset.tags[0]).sort(), ['id', 'tag_type', 'value'], 'tag read fields: id, tag_type, value');
   });
 
@@ -56,7 +86,13 @@ t.test('asset lifecycle', async (t) => {
     const reuse = await api.req('POST', '/api/v1/assets', { name: 'A reborn', external_key: k });
     t.equal(reuse.status, 201, 'soft delete frees the key');
     const withDeleted = await api.req('GET', `/api/v1/assets?external_key=${k}&include_deleted=true`);
-    t.same(withDeleted.json.data.map((a: any) => [a.id, a.deleted_at === null]), [[first.id, false], [reuse.json.data.id, true]].sort((a, b) => (a[0] as number) - (b[0] as number)));
+    t.same(
+      withDeleted.json.data.map((a: any) => [a.id, a.deleted_at === null]),
+      [
+        [first.id, false],
+        [reuse.json.data.id, true],
+      ].sort((a, b) => (a[0] as number) - (b[0] as number)),
+    );
   });
 
   t.test('rename', async (t) => {
@@ -140,7 +176,11 @@ t.test('asset lifecycle', async (t) => {
   t.test('two organizations share no data', async (t) => {
     const other = await api.otherOrg('Other Co');
     const mine = await api.create({ name: 'Mine', external_key: key('ISO'), tags: [{ tag_type: 'rfid', value: key('ISO-TAG') }] });
-    const theirs = await other.create({ name: 'Theirs', external_key: mine.external_key, tags: [{ tag_type: 'rfid', value: mine.tags[0].value }] });
+    const theirs = await other.create({
+      name: 'Theirs',
+      external_key: mine.external_key,
+      tags: [{ tag_type: 'rfid', value: mine.tags[0].value }],
+    });
     t.equal(theirs.external_key, mine.external_key, 'the same external_key and tag natural key live in both orgs');
     for (const [method, path, body] of [
       ['GET', `/api/v1/assets/${mine.id}`],
@@ -158,7 +198,11 @@ t.test('asset lifecycle', async (t) => {
     const list = await other.req('GET', `/api/v1/assets?include_deleted=true&q=${encodeURIComponent('Mine')}`);
     t.same(list.json.data, []);
     const all = await other.req('GET', '/api/v1/assets?include_deleted=true&limit=200');
-    t.same(all.json.data.map((a: any) => a.id), [theirs.id], 'the other org lists only its own asset');
+    t.same(
+      all.json.data.map((a: any) => a.id),
+      [theirs.id],
+      'the other org lists only its own asset',
+    );
     const still = await api.req('GET', `/api/v1/assets/${mine.id}`);
     t.same(still.json.data, mine, 'nothing the other org tried changed my asset');
   });
@@ -184,6 +228,9 @@ t.test('asset lifecycle', async (t) => {
     t.ok(doc.paths['/api/v1/assets/{asset_id}'].patch.requestBody.content['application/merge-patch+json']);
     const tagBody = doc.paths['/api/v1/assets/{asset_id}/tags'].post.requestBody.content['application/json'].schema;
     t.same(tagBody.discriminator, { propertyName: 'tag_type' });
-    t.same(tagBody.oneOf.map((v: any) => v.properties.tag_type.enum[0]), ['rfid', 'ble', 'barcode']);
+    t.same(
+      tagBody.oneOf.map((v: any) => v.properties.tag_type.enum[0]),
+      ['rfid', 'ble', 'barcode'],
+    );
   });
 });

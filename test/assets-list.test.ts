@@ -14,12 +14,22 @@ t.test('asset lists', async (t) => {
   });
 
   // Created out of key order so the default sort has to sort.
-  const charlie = await api.create({ name: 'charlie truck', external_key: 'C-1', description: 'Needs SERVICE soon', tags: [{ tag_type: 'rfid', value: 'E2-ABC-001' }] });
+  const charlie = await api.create({
+    name: 'charlie truck',
+    external_key: 'C-1',
+    description: 'Needs SERVICE soon',
+    tags: [{ tag_type: 'rfid', value: 'E2-ABC-001' }],
+  });
   await api.create({ name: 'Alpha crane', external_key: 'A-1', is_active: false });
   await api.create({ name: 'bravo 100%_done', external_key: 'B-1', metadata: { q: 'metadata is not searched' } });
   const delta = await api.create({ name: 'Delta', external_key: 'D-1', tags: [{ tag_type: 'ble', value: 'beacon-77' }] });
   const future = await api.create({ name: 'Future', external_key: 'F-1', valid_from: '2099-01-01T00:00:00Z' });
-  const expired = await api.create({ name: 'Expired', external_key: 'E-1', valid_from: '2020-01-01T00:00:00Z', valid_to: '2021-01-01T00:00:00Z' });
+  const expired = await api.create({
+    name: 'Expired',
+    external_key: 'E-1',
+    valid_from: '2020-01-01T00:00:00Z',
+    valid_to: '2021-01-01T00:00:00Z',
+  });
   const deleted = await api.create({ name: 'Deleted', external_key: 'G-1' });
   t.equal((await api.req('DELETE', `/api/v1/assets/${deleted.id}`)).status, 204);
 
@@ -56,13 +66,20 @@ t.test('asset lists', async (t) => {
     // Two creates may share a millisecond: expect the server's tiebreak (id ascending) too.
     const rows: any[] = (await list()).json.data;
     const byTime = (field: string, desc: boolean) =>
-      [...rows].sort((a, b) => (a[field] === b[field] ? a.id - b.id : (a[field] < b[field]) !== desc ? -1 : 1)).map((a) => a.external_key);
+      [...rows].sort((a, b) => (a[field] === b[field] ? a.id - b.id : a[field] < b[field] !== desc ? -1 : 1)).map((a) => a.external_key);
     t.same(keys(await list('?sort=-created_at')), byTime('created_at', true));
     t.same(keys(await list('?sort=updated_at')), byTime('updated_at', false));
-    t.same(keys(await list('?sort=-updated_at,name')), [...rows]
-      .sort((a, b) => (a.updated_at === b.updated_at ? (a.name < b.name ? -1 : 1) : a.updated_at < b.updated_at ? 1 : -1))
-      .map((a) => a.external_key));
-    for (const [query, name] of [['?sort=colour', 'colour'], ['?sort=-valid_from', 'valid_from'], ['?sort=name,id', 'id']]) {
+    t.same(
+      keys(await list('?sort=-updated_at,name')),
+      [...rows]
+        .sort((a, b) => (a.updated_at === b.updated_at ? (a.name < b.name ? -1 : 1) : a.updated_at < b.updated_at ? 1 : -1))
+        .map((a) => a.external_key),
+    );
+    for (const [query, name] of [
+      ['?sort=colour', 'colour'],
+      ['?sort=-valid_from', 'valid_from'],
+      ['?sort=name,id', 'id'],
+    ]) {
       const res = await list(query);
       t.same([res.status, fieldCodes(res)], [400, [['sort', 'invalid_value']]], query);
       t.equal(res.json.error.fields[0].message, `unknown sort field: ${name}`);
@@ -91,7 +108,13 @@ t.test('asset lists', async (t) => {
   });
 
   t.test('the temporal rule always applies to lists and natural-key lookups', async (t) => {
-    for (const query of ['?external_key=F-1', '?external_key=E-1', '?external_key=F-1&include_deleted=true&is_active=true', '?q=Future', '?q=Expired&include_deleted=true']) {
+    for (const query of [
+      '?external_key=F-1',
+      '?external_key=E-1',
+      '?external_key=F-1&include_deleted=true&is_active=true',
+      '?q=Future',
+      '?q=Expired&include_deleted=true',
+    ]) {
       t.same((await list(query)).json.data, [], query);
     }
     for (const asset of [future, expired]) {
@@ -122,7 +145,12 @@ t.test('asset lists', async (t) => {
 
   t.test('q folds case beyond ASCII too', async (t) => {
     const intl = await server.otherOrg('Intl Org');
-    await intl.create({ name: 'Kein Ärger', external_key: 'H-1', description: 'Große Kiste', tags: [{ tag_type: 'barcode', value: 'été-2026' }] });
+    await intl.create({
+      name: 'Kein Ärger',
+      external_key: 'H-1',
+      description: 'Große Kiste',
+      tags: [{ tag_type: 'barcode', value: 'été-2026' }],
+    });
     await intl.create({ name: 'Other', external_key: 'H-2' });
     const search = async (q: string) => keys(await intl.req('GET', `/api/v1/assets?q=${encodeURIComponent(q)}`));
     t.same(await search('ÄRGER'), ['H-1'], 'name');

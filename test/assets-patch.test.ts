@@ -19,9 +19,22 @@ t.test('asset PATCH semantics', async (t) => {
 
   t.test('set, clear, omit; metadata replaced whole', async (t) => {
     const asset = await fresh();
-    const res = await patch(asset.id, { name: 'Renamed', description: null, is_active: false, metadata: { c: 3 }, valid_to: '2099-01-01T00:00:00+01:00' });
+    const res = await patch(asset.id, {
+      name: 'Renamed',
+      description: null,
+      is_active: false,
+      metadata: { c: 3 },
+      valid_to: '2099-01-01T00:00:00+01:00',
+    });
     t.equal(res.status, 200);
-    t.match(res.json.data, { name: 'Renamed', description: null, is_active: false, metadata: { c: 3 }, valid_to: '2098-12-31T23:00:00.000Z', valid_from: asset.valid_from });
+    t.match(res.json.data, {
+      name: 'Renamed',
+      description: null,
+      is_active: false,
+      metadata: { c: 3 },
+      valid_to: '2098-12-31T23:00:00.000Z',
+      valid_from: asset.valid_from,
+    });
     t.same(res.json.data.metadata, { c: 3 }, 'no deep merge');
     t.same(res.json.data.tags, asset.tags);
     const cleared = await patch(asset.id, { metadata: {}, valid_to: null });
@@ -54,7 +67,12 @@ t.test('asset PATCH semantics', async (t) => {
       const d = new Date(Date.parse(iso) + 2 * 3600_000).toISOString();
       return `${d.slice(0, 23)}999+02:00`;
     };
-    const res = await patch(asset.id, { created_at: plusTwo(asset.created_at), updated_at: shifted(asset.updated_at), deleted_at: null, is_active: false });
+    const res = await patch(asset.id, {
+      created_at: plusTwo(asset.created_at),
+      updated_at: shifted(asset.updated_at),
+      deleted_at: null,
+      is_active: false,
+    });
     t.equal(res.status, 200, res.text);
     t.equal(res.json.data.is_active, false);
   });
@@ -120,6 +138,10 @@ t.test('asset PATCH semantics', async (t) => {
     const now = await patch(future.id, { valid_from: '2026-01-01T00:00:00Z' });
     t.equal(now.status, 200);
     const listedNow = await api.req('GET', `/api/v1/assets?external_key=${future.external_key}`);
-    t.same(listedNow.json.data.map((a: any) => a.id), [future.id], 'effective after the PATCH');
+    t.same(
+      listedNow.json.data.map((a: any) => a.id),
+      [future.id],
+      'effective after the PATCH',
+    );
   });
 });

@@ -6,7 +6,11 @@ const INGEST_SCENARIOS = ['ingest-field', 'ingest-single', 'drain-reads', 'inges
 t.test('npm run bench (tiny) measures ingest against raw JetStream and SQLite ceilings, and the mix', async (t) => {
   const { code, stderr, output } = await runTinyBench(t, INGEST_SCENARIOS);
   t.equal(code, 0, `bench exits 0 (stderr: ${stderr.slice(-1500)})`);
-  t.same(output.scenarios.map((s) => s.name), INGEST_SCENARIOS, 'every selected scenario is reported, in order');
+  t.same(
+    output.scenarios.map((s) => s.name),
+    INGEST_SCENARIOS,
+    'every selected scenario is reported, in order',
+  );
   checkScenarios(t, output.scenarios, ['ingest-single', 'ingest-raw']);
   const measured = output.scenarios.filter((s) => s.status === 'measured');
   if (measured.length > 0) t.ok(output.dataset.historyRows > 0, 'history was seeded through the ingest path');

@@ -28,7 +28,17 @@ const BAD_IDS: [string, string][] = [
 /** The list filters of interface 4.3; on a detail or write endpoint each one is invalid_context. */
 const LIST_FILTERS = ['limit=5', 'offset=0', 'sort=name', 'q=x', 'external_key=A', 'include_deleted=true', 'location_id=1'];
 
-const TIMESTAMP_FIELDS = new Set(['valid_from', 'valid_to', 'created_at', 'updated_at', 'deleted_at', 'event_observed_at', 'asset_last_seen', 'asset_deleted_at', 'last_seen_at']);
+const TIMESTAMP_FIELDS = new Set([
+  'valid_from',
+  'valid_to',
+  'created_at',
+  'updated_at',
+  'deleted_at',
+  'event_observed_at',
+  'asset_last_seen',
+  'asset_deleted_at',
+  'last_seen_at',
+]);
 const OUTBOUND_TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 /** Every timestamp-named field anywhere in a response body, with its JSON path. */
@@ -58,7 +68,13 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
   t.equal(root.json.data.valid_from, '2020-01-01T00:00:00.999Z', 'offset converted to UTC, sub-millisecond digits truncated');
   const child = await trackd.request('POST', '/api/v1/locations', {
     token,
-    body: { external_key: 'DOCK', name: 'Dock', parent_id: root.json.data.id, tags: [{ tag_type: 'ble', value: 'beacon-1' }], valid_to: '2999-12-31T23:59:59.1239Z' },
+    body: {
+      external_key: 'DOCK',
+      name: 'Dock',
+      parent_id: root.json.data.id,
+      tags: [{ tag_type: 'ble', value: 'beacon-1' }],
+      valid_to: '2999-12-31T23:59:59.1239Z',
+    },
   });
   t.equal(child.status, 201, 'child location');
   t.equal(child.json.data.valid_to, '2999-12-31T23:59:59.123Z');
@@ -68,7 +84,18 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
   });
   t.equal(asset.status, 201, 'asset');
   t.equal(asset.json.data.valid_from, '2021-06-01T12:00:00.000Z', 'whole seconds gain .000');
-  trackd.cli(['scans', 'publish', '--org', String(org.id), '--location', 'DOCK', '--tag', 'rfid:E-PUMP', '--observed-at', '2026-11-21T10:00:00.123456+02:00']);
+  trackd.cli([
+    'scans',
+    'publish',
+    '--org',
+    String(org.id),
+    '--location',
+    'DOCK',
+    '--tag',
+    'rfid:E-PUMP',
+    '--observed-at',
+    '2026-11-21T10:00:00.123456+02:00',
+  ]);
   await eventually(async () => (await trackd.request('GET', '/api/v1/reports/asset-locations', { token })).json?.total_count === 1, 10_000);
 
   const ids: Record<string, number> = {
@@ -124,7 +151,12 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
         expectRateHeaders(t, head, name);
       }
     }
-    t.ok(gets.some((op) => op.path.endsWith('/history')) && gets.some((op) => op.path.includes('/reports/')) && gets.some((op) => op.path.endsWith('/descendants')), 'report, history and tree paths are among them');
+    t.ok(
+      gets.some((op) => op.path.endsWith('/history')) &&
+        gets.some((op) => op.path.includes('/reports/')) &&
+        gets.some((op) => op.path.endsWith('/descendants')),
+      'report, history and tree paths are among them',
+    );
   });
 
   t.test('every path id out of 1..2147483647 is 400 validation_error naming the parameter, on every operation (7.2)', async (t) => {
@@ -150,7 +182,14 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
       const res = await send(op, `${path}?colour=red&shade=dark&colour=blue`);
       const label = `${op.method} ${op.path}`;
       expectError(t, res, { status: 400, type: 'validation_error', instance: path, fields: res.json?.error?.fields }, label);
-      t.same(fieldCodes(res), [['colour', 'unknown_field'], ['shade', 'unknown_field']], `${label}: one entry per key`);
+      t.same(
+        fieldCodes(res),
+        [
+          ['colour', 'unknown_field'],
+          ['shade', 'unknown_field'],
+        ],
+        `${label}: one entry per key`,
+      );
       t.equal(res.json?.error?.detail, `${res.json?.error?.fields?.[0]?.message} (and 1 more validation errors)`, `${label}: detail rule`);
     }
   });
@@ -174,12 +213,24 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
       const path = concrete(op.path);
       const label = `${op.method} ${op.path}`;
       const anonymous = await send(op, path, { token: undefined });
-      expectError(t, anonymous, { status: 401, type: 'unauthorized', detail: 'Missing authorization header', instance: path }, `${label} (no key)`);
+      expectError(
+        t,
+        anonymous,
+        { status: 401, type: 'unauthorized', detail: 'Missing authorization header', instance: path },
+        `${label} (no key)`,
+      );
       t.equal(anonymous.headers.get('www-authenticate'), 'Bearer realm="trackd-api"', `${label}: challenge`);
       expectRateHeaders(t, anonymous, `${label} (no key)`);
       if (op.scopes.length === 0) continue;
       const lacking = op.scopes.join(',');
-      if (!keysLacking.has(lacking)) keysLacking.set(lacking, trackd.createKey(org.id, ALL_SCOPES.filter((s) => !op.scopes.includes(s))).token);
+      if (!keysLacking.has(lacking))
+        keysLacking.set(
+          lacking,
+          trackd.createKey(
+            org.id,
+            ALL_SCOPES.filter((s) => !op.scopes.includes(s)),
+          ).token,
+        );
       const forbidden = await send(op, path, { token: keysLacking.get(lacking) });
       expectError(t, forbidden, { status: 403, type: 'forbidden', instance: path }, `${label} without ${op.scopes.join(',')}`);
       expectRateHeaders(t, forbidden, `${label} (403)`);
@@ -192,7 +243,10 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
       for (const contentType of [null, op.method === 'POST' ? 'application/merge-patch+json' : 'application/json']) {
         const res = await send(op, path, { contentType });
         const label = `${op.method} ${op.path} with ${contentType ?? 'no Content-Type'}`;
-        const detail = op.method === 'POST' ? 'Content-Type must be application/json' : 'Content-Type must be application/merge-patch+json on PATCH operations';
+        const detail =
+          op.method === 'POST'
+            ? 'Content-Type must be application/json'
+            : 'Content-Type must be application/merge-patch+json on PATCH operations';
         expectError(t, res, { status: 415, type: 'unsupported_media_type', detail, instance: path }, label);
         expectRateHeaders(t, res, label);
       }
@@ -225,7 +279,16 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
       }
     }
     // The report and the history must have contributed their own timestamp fields.
-    for (const name of ['asset_last_seen', 'asset_deleted_at', 'event_observed_at', 'valid_from', 'valid_to', 'created_at', 'updated_at', 'deleted_at']) {
+    for (const name of [
+      'asset_last_seen',
+      'asset_deleted_at',
+      'event_observed_at',
+      'valid_from',
+      'valid_to',
+      'created_at',
+      'updated_at',
+      'deleted_at',
+    ]) {
       t.ok(fieldNames.has(name), `${name} was checked`);
     }
     const history = await trackd.request('GET', `/api/v1/assets/${ids.asset_id}/history`, { token });

@@ -11,15 +11,31 @@ import { BIN, eventually, tempDir } from './helpers/trackd.js';
  * embedded nats-server is started, found by the CLI through DATA_DIR/nats.url and stopped on exit.
  */
 
-const OPTIONAL = ['HOST', 'PORT', 'DATA_DIR', 'NATS_URL', 'MQTT_PORT', 'TRACKD_ENV', 'SHARDS', 'RATE_LIMIT_PER_MIN', 'LOG_LEVEL', 'HISTORY_GAP_SECONDS', 'EVENT_ID_RETENTION_SECONDS', 'RESPONSE_CACHE_MB'];
+const OPTIONAL = [
+  'HOST',
+  'PORT',
+  'DATA_DIR',
+  'NATS_URL',
+  'MQTT_PORT',
+  'TRACKD_ENV',
+  'SHARDS',
+  'RATE_LIMIT_PER_MIN',
+  'LOG_LEVEL',
+  'HISTORY_GAP_SECONDS',
+  'EVENT_ID_RETENTION_SECONDS',
+  'RESPONSE_CACHE_MB',
+];
 
 function get(port: number, urlPath: string, token?: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: urlPath, agent: false, headers: token ? { authorization: `Bearer ${token}` } : {} }, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, path: urlPath, agent: false, headers: token ? { authorization: `Bearer ${token}` } : {} },
+      (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -89,7 +105,18 @@ t.test('operations.md 1, 2, 4 with the defaults', async (t) => {
       new Promise<number>((resolve, reject) => {
         const text = JSON.stringify(body);
         const req = http.request(
-          { host: '127.0.0.1', port: line.port, path: urlPath, method: 'POST', agent: false, headers: { authorization: `Bearer ${key.token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } },
+          {
+            host: '127.0.0.1',
+            port: line.port,
+            path: urlPath,
+            method: 'POST',
+            agent: false,
+            headers: {
+              authorization: `Bearer ${key.token}`,
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(text),
+            },
+          },
           (res) => {
             res.resume();
             res.on('end', () => resolve(res.statusCode ?? 0));
@@ -100,7 +127,18 @@ t.test('operations.md 1, 2, 4 with the defaults', async (t) => {
       });
     t.equal(await post('/api/v1/locations', { external_key: 'DOCK', name: 'Dock' }), 201);
     t.equal(await post('/api/v1/assets', { external_key: 'CART', name: 'Cart', tags: [{ tag_type: 'barcode', value: 'C-1' }] }), 201);
-    const published = cli(['scans', 'publish', '--org', String(org.id), '--location', 'DOCK', '--tag', 'barcode:C-1', '--source', 'handheld']);
+    const published = cli([
+      'scans',
+      'publish',
+      '--org',
+      String(org.id),
+      '--location',
+      'DOCK',
+      '--tag',
+      'barcode:C-1',
+      '--source',
+      'handheld',
+    ]);
     t.same(Object.keys(published).sort(), ['event_id', 'seq', 'stream'], 'publish prints event_id, stream, seq');
     t.equal(published.stream, 'SCANS');
     const report = await eventually(async () => {
@@ -113,20 +151,29 @@ t.test('operations.md 1, 2, 4 with the defaults', async (t) => {
       const text = (await get(line.port, '/metrics')).body;
       return /^trackd_scans_dead_lettered_total\{reason="unknown_location"/m.test(text) ? text : undefined;
     }, 5000);
-    for (const name of ['http_requests_total', 'http_request_duration_seconds_bucket', 'trackd_scans_applied_total', 'trackd_scans_dead_lettered_total', 'trackd_scans_consumer_pending']) {
+    for (const name of [
+      'http_requests_total',
+      'http_request_duration_seconds_bucket',
+      'trackd_scans_applied_total',
+      'trackd_scans_dead_lettered_total',
+      'trackd_scans_consumer_pending',
+    ]) {
       t.match(metrics, new RegExp(`^${name}[{ ]`, 'm'), `/metrics has ${name}`);
     }
     t.equal((await get(line.port, '/readyz')).status, 200, '/readyz with the embedded broker');
   });
 
-  t.test('4: the ops endpoints answer whatever query a probe or scraper adds; the public surface keeps the unknown-parameter rule', async (t) => {
-    for (const urlPath of ['/healthz?probe=1', '/readyz?x=1&y', '/metrics?name[]=http_requests_total']) {
-      t.equal((await get(line.port, urlPath)).status, 200, urlPath);
-    }
-    const doc = await get(line.port, '/api/openapi.json?v=2');
-    t.equal(doc.status, 400, '/api/openapi.json?v=2: interface 4, unknown query parameter');
-    t.equal(JSON.parse(doc.body).error.fields[0].code, 'unknown_field');
-  });
+  t.test(
+    '4: the ops endpoints answer whatever query a probe or scraper adds; the public surface keeps the unknown-parameter rule',
+    async (t) => {
+      for (const urlPath of ['/healthz?probe=1', '/readyz?x=1&y', '/metrics?name[]=http_requests_total']) {
+        t.equal((await get(line.port, urlPath)).status, 200, urlPath);
+      }
+      const doc = await get(line.port, '/api/openapi.json?v=2');
+      t.equal(doc.status, 400, '/api/openapi.json?v=2: interface 4, unknown query parameter');
+      t.equal(JSON.parse(doc.body).error.fields[0].code, 'unknown_field');
+    },
+  );
 
   t.test('1: SIGTERM exits 0 within 10 s and stops the embedded nats-server', async (t) => {
     const started = Date.now();

@@ -40,14 +40,17 @@ t.test('API key authentication on GET /api/v1/orgs/me (interface 5)', async (t) 
   const other = tempDir();
   t.teardown(() => fs.rmSync(other, { recursive: true, force: true }));
   const otherOrg = trackd.cli(['orgs', 'create', '--name', 'Elsewhere'], { DATA_DIR: other });
-  const foreign = trackd.cli(['keys', 'create', '--org', String(otherOrg.id), '--name', 'x', '--scopes', 'assets:read'], { DATA_DIR: other });
+  const foreign = trackd.cli(['keys', 'create', '--org', String(otherOrg.id), '--name', 'x', '--scopes', 'assets:read'], {
+    DATA_DIR: other,
+  });
   const production = trackd.createKey(org.id, ['assets:read'], ['--env', 'production']);
   const session = trackd.cli(['sessions', 'create', '--org', String(org.id), '--user', 'alice']);
   const signingKey = JSON.parse(fs.readFileSync(path.join(trackd.dataDir, 'keys', 'signing-key.json'), 'utf8'));
   const [h, p, s] = key.token.split('.');
   const noneToken = `${b64url({ alg: 'none', typ: 'JWT', kid: header.kid })}.${p}.`;
   const hsHeader = b64url({ alg: 'HS256', typ: 'JWT', kid: header.kid });
-  const hsWith = (secret: string | Buffer) => `${hsHeader}.${p}.${createHmac('sha256', secret).update(`${hsHeader}.${p}`).digest('base64url')}`;
+  const hsWith = (secret: string | Buffer) =>
+    `${hsHeader}.${p}.${createHmac('sha256', secret).update(`${hsHeader}.${p}`).digest('base64url')}`;
   const tampered = `${h}.${b64url({ ...claims, scopes: ['assets:read', 'assets:write', 'keys:admin'] })}.${s}`;
   const otherOrgClaims = `${h}.${b64url({ ...claims, org: org.id + 1 })}.${s}`;
   const wrongKid = `${b64url({ ...header, kid: 'another-key' })}.${p}.${s}`;
@@ -55,15 +58,31 @@ t.test('API key authentication on GET /api/v1/orgs/me (interface 5)', async (t) 
   const cases: { name: string; headers: Record<string, string>; detail: string }[] = [
     { name: 'no Authorization header', headers: {}, detail: 'Missing authorization header' },
     { name: 'X-API-Key alone', headers: { 'x-api-key': key.token }, detail: 'Use Authorization: Bearer <token>' },
-    { name: 'Basic scheme', headers: { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` }, detail: 'Invalid authorization header format' },
+    {
+      name: 'Basic scheme',
+      headers: { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` },
+      detail: 'Invalid authorization header format',
+    },
     { name: 'token without a scheme', headers: { authorization: key.token }, detail: 'Invalid authorization header format' },
     { name: 'Bearer without a token', headers: { authorization: 'Bearer' }, detail: 'Invalid authorization header format' },
-    { name: 'Bearer with two words', headers: { authorization: `Bearer ${key.token} extra` }, detail: 'Invalid authorization header format' },
+    {
+      name: 'Bearer with two words',
+      headers: { authorization: `Bearer ${key.token} extra` },
+      detail: 'Invalid authorization header format',
+    },
     { name: 'garbage token', headers: { authorization: 'Bearer not-a-jwt' }, detail: 'Invalid or expired token' },
     { name: 'three garbage segments', headers: { authorization: 'Bearer a.b.c' }, detail: 'Invalid or expired token' },
     { name: 'alg none', headers: { authorization: `Bearer ${noneToken}` }, detail: 'Invalid or expired token' },
-    { name: 'HS256 signed with the public key (x)', headers: { authorization: `Bearer ${hsWith(Buffer.from(signingKey.publicJwk.x, 'base64url'))}` }, detail: 'Invalid or expired token' },
-    { name: 'HS256 signed with the public JWK text', headers: { authorization: `Bearer ${hsWith(JSON.stringify(signingKey.publicJwk))}` }, detail: 'Invalid or expired token' },
+    {
+      name: 'HS256 signed with the public key (x)',
+      headers: { authorization: `Bearer ${hsWith(Buffer.from(signingKey.publicJwk.x, 'base64url'))}` },
+      detail: 'Invalid or expired token',
+    },
+    {
+      name: 'HS256 signed with the public JWK text',
+      headers: { authorization: `Bearer ${hsWith(JSON.stringify(signingKey.publicJwk))}` },
+      detail: 'Invalid or expired token',
+    },
     { name: 'wrong kid', headers: { authorization: `Bearer ${wrongKid}` }, detail: 'Invalid or expired token' },
     { name: 'tampered scopes', headers: { authorization: `Bearer ${tampered}` }, detail: 'Invalid or expired token' },
     { name: 'tampered org', headers: { authorization: `Bearer ${otherOrgClaims}` }, detail: 'Invalid or expired token' },
@@ -79,5 +98,4 @@ t.test('API key authentication on GET /api/v1/orgs/me (interface 5)', async (t) 
       expectRateHeaders(t, res, c.name);
     });
   }
-
 });

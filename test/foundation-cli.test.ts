@@ -34,14 +34,29 @@ t.test('trackd CLI (operations.md 2): one JSON document on stdout, one-line erro
     t.equal(key.expires_at, null, 'no expiry unless asked');
     t.same(key.scopes, ['assets:read', 'tracking:read']);
     const me = await trackd.request('GET', '/api/v1/orgs/me', { token: key.token });
-    t.same(me.json.data, { id: org.id, name: 'Acme Logistics', scopes: ['assets:read', 'tracking:read'], api_key_id: key.api_key_id }, 'the running server accepts it');
+    t.same(
+      me.json.data,
+      { id: org.id, name: 'Acme Logistics', scopes: ['assets:read', 'tracking:read'], api_key_id: key.api_key_id },
+      'the running server accepts it',
+    );
 
     const before = Date.now();
     const monthly = ok(['keys', 'create', '--org', String(org.id), '--name', 'm', '--scopes', 'locations:write', '--expires-in', '30d']);
     t.match(monthly.expires_at, ISO);
     const delta = Date.parse(monthly.expires_at) - before - 30 * 86_400_000;
     t.ok(delta > -1000 && delta < 60_000, '--expires-in 30d is 30 days from now (whole seconds)');
-    const fixed = ok(['keys', 'create', '--org', String(org.id), '--name', 'f', '--scopes', 'assets:write', '--expires-at', '2031-02-03T04:05:06+02:00']);
+    const fixed = ok([
+      'keys',
+      'create',
+      '--org',
+      String(org.id),
+      '--name',
+      'f',
+      '--scopes',
+      'assets:write',
+      '--expires-at',
+      '2031-02-03T04:05:06+02:00',
+    ]);
     t.equal(fixed.expires_at, '2031-02-03T02:05:06.000Z', '--expires-at in any offset, printed in UTC');
     const production = ok(['keys', 'create', '--org', String(org.id), '--name', 'p', '--scopes', 'assets:read', '--env', 'production']);
     t.equal(JSON.parse(Buffer.from(production.token.split('.')[1], 'base64url').toString()).env, 'production');
@@ -49,8 +64,19 @@ t.test('trackd CLI (operations.md 2): one JSON document on stdout, one-line erro
     const listed = ok(['keys', 'list', '--org', String(org.id)]);
     t.equal(listed.length, 4);
     t.notOk(JSON.stringify(listed).includes(key.token.split('.')[2]), 'no token material in the list');
-    t.notOk(listed.some((k: Record<string, unknown>) => 'token' in k), 'no token field');
-    t.match(listed[0], { api_key_id: key.api_key_id, org_id: org.id, name: 'integration', scopes: ['assets:read', 'tracking:read'], env: 'preview', expires_at: null, revoked_at: null });
+    t.notOk(
+      listed.some((k: Record<string, unknown>) => 'token' in k),
+      'no token field',
+    );
+    t.match(listed[0], {
+      api_key_id: key.api_key_id,
+      org_id: org.id,
+      name: 'integration',
+      scopes: ['assets:read', 'tracking:read'],
+      env: 'preview',
+      expires_at: null,
+      revoked_at: null,
+    });
     t.match(listed[0].created_at, ISO);
     t.same(ok(['keys', 'list', '--org', String(second.id)]), [], 'an org without keys lists none');
 

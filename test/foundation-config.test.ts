@@ -18,8 +18,14 @@ t.test('configuration is validated at start: a bad value stops it with one line 
     [{ MQTT_PORT: 'x' }, 'MQTT_PORT'],
   ];
   for (const [env, name] of cases) {
-    const r = spawnSync(process.execPath, [BIN, 'serve'], { env: { ...process.env, DATA_DIR: dataDir, NATS_URL: 'nats://127.0.0.1:1', ...env }, encoding: 'utf8', timeout: 20_000 });
-    const label = Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ');
+    const r = spawnSync(process.execPath, [BIN, 'serve'], {
+      env: { ...process.env, DATA_DIR: dataDir, NATS_URL: 'nats://127.0.0.1:1', ...env },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    const label = Object.entries(env)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ');
     t.not(r.status, 0, `${label}: does not start`);
     t.equal(r.stdout, '', `${label}: nothing on stdout (no listening line)`);
     const lines = r.stderr.split('\n').filter(Boolean);

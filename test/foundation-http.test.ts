@@ -14,7 +14,14 @@ t.test('HTTP front end: methods, paths, request ids, bodies, content types, ids 
   const assetPath = `/api/v1/assets/${created.json.data.id}`;
 
   t.test('HEAD answers every GET path with the same headers and an empty body', async (t) => {
-    for (const [path, auth] of [[ME, true], ['/api/v1/assets', true], [assetPath, true], ['/api/openapi.json', false], ['/healthz', false], [ME, false]] as const) {
+    for (const [path, auth] of [
+      [ME, true],
+      ['/api/v1/assets', true],
+      [assetPath, true],
+      ['/api/openapi.json', false],
+      ['/healthz', false],
+      [ME, false],
+    ] as const) {
       const get = await trackd.request('GET', path, auth ? { token } : {});
       const head = await trackd.request('HEAD', path, auth ? { token } : {});
       const label = `HEAD ${path}${auth ? '' : ' (no key)'}`;
@@ -63,7 +70,17 @@ t.test('HTTP front end: methods, paths, request ids, bodies, content types, ids 
   });
 
   t.test('unknown paths are 404 in the envelope', async (t) => {
-    for (const path of ['/', '/api', '/api/v1', '/api/v1/nope', '/api/v2/orgs/me', `${ME}/extra`, `${ME}/`, '/api/v1/assets/1/unknown', '/API/V1/ORGS/ME']) {
+    for (const path of [
+      '/',
+      '/api',
+      '/api/v1',
+      '/api/v1/nope',
+      '/api/v2/orgs/me',
+      `${ME}/extra`,
+      `${ME}/`,
+      '/api/v1/assets/1/unknown',
+      '/API/V1/ORGS/ME',
+    ]) {
       for (const auth of [true, false]) {
         const res = await trackd.request('GET', path, auth ? { token } : {});
         expectError(t, res, { status: 404, type: 'not_found', instance: path }, `GET ${path}${auth ? '' : ' (no key)'}`);
@@ -72,7 +89,13 @@ t.test('HTTP front end: methods, paths, request ids, bodies, content types, ids 
   });
 
   t.test('no CORS headers, not even for a browser origin', async (t) => {
-    for (const [method, path] of [['GET', ME], ['OPTIONS', ME], ['GET', '/api/openapi.json'], ['GET', '/nope'], ['POST', '/api/v1/assets']]) {
+    for (const [method, path] of [
+      ['GET', ME],
+      ['OPTIONS', ME],
+      ['GET', '/api/openapi.json'],
+      ['GET', '/nope'],
+      ['POST', '/api/v1/assets'],
+    ]) {
       const res = await trackd.request(method, path, {
         token,
         headers: { origin: 'https://app.example.com', 'access-control-request-method': 'GET' },
@@ -85,7 +108,13 @@ t.test('HTTP front end: methods, paths, request ids, bodies, content types, ids 
 
   t.test('X-Request-ID: a ULID generated per request, or the client value echoed unchanged', async (t) => {
     const seen = new Set<string>();
-    for (const [method, path, auth] of [['GET', ME, true], ['GET', ME, false], ['GET', '/nope', false], ['PUT', ME, true], ['GET', '/healthz', false]] as const) {
+    for (const [method, path, auth] of [
+      ['GET', ME, true],
+      ['GET', ME, false],
+      ['GET', '/nope', false],
+      ['PUT', ME, true],
+      ['GET', '/healthz', false],
+    ] as const) {
       const res = await trackd.request(method, path, auth ? { token } : {});
       const id = res.headers.get('x-request-id') ?? '';
       t.match(id, ULID, `${method} ${path}: generated id is a ULID`);
@@ -94,7 +123,11 @@ t.test('HTTP front end: methods, paths, request ids, bodies, content types, ids 
       if (res.status >= 400) t.equal(res.json.error.request_id, id, 'error.request_id equals the header');
     }
     for (const supplied of ['client-trace-1', '01ARZ3NDEKTSV4RRFFQ69G5FAV', 'with spaces and: colons', 'x'.repeat(200)]) {
-      for (const [path, auth] of [[ME, true], [ME, false], ['/nope', true]] as const) {
+      for (const [path, auth] of [
+        [ME, true],
+        [ME, false],
+        ['/nope', true],
+      ] as const) {
         const res = await trackd.request('GET', path, { ...(auth ? { token } : {}), headers: { 'x-request-id': supplied } });
         t.equal(res.headers.get('x-request-id'), supplied, `echoed unchanged on ${res.status}`);
         if (res.status >= 400) t.equal(res.json.error.request_id, supplied, 'error.request_id is the echoed value');
@@ -104,7 +137,13 @@ t.test('HTTP front end: methods, paths, request ids, bodies, content types, ids 
 
   t.test(`bodies over ${MAX_BODY} bytes: 413 payload_too_large in the envelope`, async (t) => {
     const head = (extra: string, withKey = true) =>
-      [`POST /api/v1/assets HTTP/1.1`, 'Host: 127.0.0.1', 'Content-Type: application/json', ...(withKey ? [`Authorization: Bearer ${token}`] : []), extra].join('\r\n');
+      [
+        `POST /api/v1/assets HTTP/1.1`,
+        'Host: 127.0.0.1',
+        'Content-Type: application/json',
+        ...(withKey ? [`Authorization: Bearer ${token}`] : []),
+        extra,
+      ].join('\r\n');
     const check = (res: { status: number; headers: Record<string, string>; body: string }, label: string) => {
       t.equal(res.status, 413, `${label}: status`);
       t.equal(res.headers['content-type'], 'application/json', `${label}: content type`);
@@ -131,7 +170,12 @@ t.test('HTTP front end: methods, paths, request ids, bodies, content types, ids 
     const name = 'n'.repeat(MAX_BODY - '{"name":""}'.length);
     const atLimit = await trackd.request('POST', '/api/v1/assets', { token, body: `{"name":"${name}"}` });
     t.equal(Buffer.byteLength(`{"name":"${name}"}`), MAX_BODY);
-    expectError(t, atLimit, { status: 400, type: 'validation_error', instance: '/api/v1/assets', fields: atLimit.json?.error?.fields }, 'body of exactly the limit');
+    expectError(
+      t,
+      atLimit,
+      { status: 400, type: 'validation_error', instance: '/api/v1/assets', fields: atLimit.json?.error?.fields },
+      'body of exactly the limit',
+    );
     t.equal(atLimit.json.error.fields[0].code, 'too_long');
     t.equal((await trackd.request('GET', ME, { token })).status, 200, 'the server is fine afterwards');
   });
@@ -165,7 +209,10 @@ t.test('HTTP front end: methods, paths, request ids, bodies, content types, ids 
       const res = await trackd.request(method, path, { token, body: { name: 'Accepted' }, contentType });
       t.ok(res.status === 200 || res.status === 201, `${method} with ${contentType} is accepted (${res.status})`);
     }
-    const del = await trackd.request('DELETE', `/api/v1/assets/${created.json.data.id + 100000}`, { token, headers: { 'content-type': 'text/plain' } });
+    const del = await trackd.request('DELETE', `/api/v1/assets/${created.json.data.id + 100000}`, {
+      token,
+      headers: { 'content-type': 'text/plain' },
+    });
     t.equal(del.status, 404, 'DELETE does not enforce a content type');
   });
 
@@ -205,10 +252,20 @@ t.test('HTTP front end: methods, paths, request ids, bodies, content types, ids 
       ['%20', 'invalid_value'],
     ];
     for (const [id, code] of cases) {
-      for (const [method, suffix] of [['GET', ''], ['DELETE', ''], ['DELETE', '/tags/1'], ['GET', '/history']]) {
+      for (const [method, suffix] of [
+        ['GET', ''],
+        ['DELETE', ''],
+        ['DELETE', '/tags/1'],
+        ['GET', '/history'],
+      ]) {
         const path = `/api/v1/assets/${id}${suffix}`;
         const res = await trackd.request(method, path, { token });
-        expectError(t, res, { status: 400, type: 'validation_error', instance: path, fields: res.json?.error?.fields }, `${method} ${path}`);
+        expectError(
+          t,
+          res,
+          { status: 400, type: 'validation_error', instance: path, fields: res.json?.error?.fields },
+          `${method} ${path}`,
+        );
         t.equal(res.json.error.fields.length, 1, 'one field');
         t.match(res.json.error.fields[0], { field: 'asset_id', code }, `${method} ${path}: asset_id ${code}`);
         t.equal(res.json.error.detail, res.json.error.fields[0].message, 'detail is the field message');
@@ -243,9 +300,17 @@ t.test('HTTP front end: methods, paths, request ids, bodies, content types, ids 
     const one = await trackd.request('GET', `${ME}?x=1`, { token });
     t.equal(one.json.error.detail, one.json.error.fields[0].message, 'a single failure has no suffix');
     const list = await trackd.request('GET', `${ME}?limit=5`, { token });
-    t.match(list.json.error.fields, [{ field: 'limit', code: 'invalid_context' }], 'a list parameter on a detail endpoint is invalid_context');
+    t.match(
+      list.json.error.fields,
+      [{ field: 'limit', code: 'invalid_context' }],
+      'a list parameter on a detail endpoint is invalid_context',
+    );
     const onList = await trackd.request('GET', '/api/v1/assets?limit=5&colour=red', { token });
-    t.same(onList.json.error.fields.map((f: any) => [f.field, f.code]), [['colour', 'unknown_field']], 'unknown beside a known one');
+    t.same(
+      onList.json.error.fields.map((f: any) => [f.field, f.code]),
+      [['colour', 'unknown_field']],
+      'unknown beside a known one',
+    );
     const onItem = await trackd.request('GET', `${assetPath}?include_deleted=true`, { token });
     t.match(onItem.json.error.fields, [{ field: 'include_deleted', code: 'invalid_context' }]);
   });

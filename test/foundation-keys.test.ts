@@ -17,10 +17,14 @@ t.test('key lifecycle on the running server: revocation, expiry, deleted organiz
     const revoked = trackd.cli(['keys', 'revoke', victim.api_key_id]);
     const revokedAt = Date.now();
     t.equal(revoked.api_key_id, victim.api_key_id);
-    const res = await eventually(async () => {
-      const r = await trackd.request('GET', ME, { token: victim.token });
-      return r.status === 401 ? r : undefined;
-    }, 1000, 20);
+    const res = await eventually(
+      async () => {
+        const r = await trackd.request('GET', ME, { token: victim.token });
+        return r.status === 401 ? r : undefined;
+      },
+      1000,
+      20,
+    );
     const elapsed = Date.now() - revokedAt;
     t.ok(elapsed <= 1000, `refused ${elapsed} ms after the revoke command returned`);
     expectError(t, res, { status: 401, type: 'unauthorized', detail: 'API key has been revoked', instance: ME });
@@ -28,7 +32,12 @@ t.test('key lifecycle on the running server: revocation, expiry, deleted organiz
     const fresh = trackd.createKey(org.id, ['assets:read']);
     trackd.cli(['keys', 'revoke', fresh.api_key_id]);
     const uncached = await trackd.request('GET', ME, { token: fresh.token });
-    expectError(t, uncached, { status: 401, type: 'unauthorized', detail: 'API key has been revoked', instance: ME }, 'revoked before first use');
+    expectError(
+      t,
+      uncached,
+      { status: 401, type: 'unauthorized', detail: 'API key has been revoked', instance: ME },
+      'revoked before first use',
+    );
   });
 
   t.test('an expired key gets its own detail, cached or not', async (t) => {
@@ -38,7 +47,10 @@ t.test('key lifecycle on the running server: revocation, expiry, deleted organiz
     t.equal((await trackd.request('GET', ME, { token: shortLived.token })).status, 200, 'valid before expiry');
     const lastExpiry = Math.max(Date.parse(unused.expires_at as string), Date.parse(shortLived.expires_at as string));
     await new Promise((r) => setTimeout(r, lastExpiry + 100 - Date.now()));
-    for (const [name, token] of [['used before expiry', shortLived.token], ['first used after expiry', unused.token]]) {
+    for (const [name, token] of [
+      ['used before expiry', shortLived.token],
+      ['first used after expiry', unused.token],
+    ]) {
       const res = await trackd.request('GET', ME, { token });
       expectError(t, res, { status: 401, type: 'unauthorized', detail: 'API key has expired', instance: ME }, name);
       t.equal(res.headers.get('www-authenticate'), REALM_HEADER);
@@ -53,7 +65,10 @@ t.test('key lifecycle on the running server: revocation, expiry, deleted organiz
     const db = new Database(path.join(trackd.dataDir, 'control.sqlite'));
     db.prepare('DELETE FROM orgs WHERE id = ?').run(doomed.id);
     db.close();
-    for (const [name, token] of [['cached key', cachedKey.token], ['uncached key', uncachedKey.token]]) {
+    for (const [name, token] of [
+      ['cached key', cachedKey.token],
+      ['uncached key', uncachedKey.token],
+    ]) {
       const res = await trackd.request('GET', ME, { token });
       expectError(t, res, { status: 422, type: 'missing_org_context', instance: ME }, name);
     }

@@ -43,7 +43,10 @@ t.test('OpenAPI 3.0.3 description at /api/openapi.json and /api/openapi.yaml', a
       t.same(op.security, [{ BearerAuth: [] }], `${label}: BearerAuth`);
       t.ok(Array.isArray(op['x-required-scopes']), `${label}: x-required-scopes is an array`);
       for (const scope of op['x-required-scopes']) {
-        t.ok(['assets:read', 'assets:write', 'locations:read', 'locations:write', 'tracking:read'].includes(scope), `${label}: ${scope} is an integrator scope`);
+        t.ok(
+          ['assets:read', 'assets:write', 'locations:read', 'locations:write', 'tracking:read'].includes(scope),
+          `${label}: ${scope} is an integrator scope`,
+        );
       }
       t.type(op.operationId, 'string', `${label}: operationId`);
       t.notOk('head' in doc.paths[path], `${path}: HEAD is not declared`);
@@ -58,7 +61,26 @@ t.test('OpenAPI 3.0.3 description at /api/openapi.json and /api/openapi.yaml', a
 
   t.test('named components: every body an operation takes or returns is a $ref to one', async (t) => {
     const names = Object.keys(doc.components.schemas);
-    for (const name of ['Asset', 'AssetCreate', 'AssetPatch', 'AssetList', 'AssetResponse', 'Location', 'LocationCreate', 'LocationPatch', 'LocationList', 'Tag', 'TagRequest', 'AssetLocation', 'AssetLocationList', 'HistoryEvent', 'HistoryEventList', 'Organization', 'FieldError', 'ErrorEnvelope']) {
+    for (const name of [
+      'Asset',
+      'AssetCreate',
+      'AssetPatch',
+      'AssetList',
+      'AssetResponse',
+      'Location',
+      'LocationCreate',
+      'LocationPatch',
+      'LocationList',
+      'Tag',
+      'TagRequest',
+      'AssetLocation',
+      'AssetLocationList',
+      'HistoryEvent',
+      'HistoryEventList',
+      'Organization',
+      'FieldError',
+      'ErrorEnvelope',
+    ]) {
       t.ok(names.includes(name), `components/schemas/${name}`);
     }
     const inline: string[] = [];
@@ -69,13 +91,18 @@ t.test('OpenAPI 3.0.3 description at /api/openapi.json and /api/openapi.yaml', a
       else if (!names.includes(schema.$ref.replace('#/components/schemas/', ''))) dangling.push(`${label}: ${schema.$ref}`);
     };
     for (const { path, method, op } of operations) {
-      for (const [type, content] of Object.entries<any>(op.requestBody?.content ?? {})) check(`${method} ${path} request ${type}`, content.schema);
-      for (const [status, response] of Object.entries<any>(op.responses)) check(`${method} ${path} ${status}`, response.content?.['application/json']?.schema);
+      for (const [type, content] of Object.entries<any>(op.requestBody?.content ?? {}))
+        check(`${method} ${path} request ${type}`, content.schema);
+      for (const [status, response] of Object.entries<any>(op.responses))
+        check(`${method} ${path} ${status}`, response.content?.['application/json']?.schema);
     }
     t.same(inline, [], 'no inline request or response schema');
     t.same(dangling, [], 'every $ref names a component');
     t.type(doc.info.license?.name, 'string', 'info.license');
-    t.ok(doc.tags.every((tag: { description?: string }) => typeof tag.description === 'string' && tag.description.length > 0), 'every tag has a description');
+    t.ok(
+      doc.tags.every((tag: { description?: string }) => typeof tag.description === 'string' && tag.description.length > 0),
+      'every tag has a description',
+    );
     t.ok(new Set(operations.map((o) => o.op.operationId)).size === operations.length, 'operationIds are unique');
   });
 
@@ -101,7 +128,10 @@ t.test('OpenAPI 3.0.3 description at /api/openapi.json and /api/openapi.yaml', a
     t.match(yamlRes.headers.get('content-type'), /yaml/);
     t.same(YAML.parse(yamlRes.text), doc, 'YAML equals JSON');
     t.notMatch(yamlRes.text, /: [&*]a\d+/, 'no anchors or aliases (YAML clients cap alias expansion)');
-    for (const [from, to] of [['/openapi.json', '/api/openapi.json'], ['/openapi.yaml', '/api/openapi.yaml']]) {
+    for (const [from, to] of [
+      ['/openapi.json', '/api/openapi.json'],
+      ['/openapi.yaml', '/api/openapi.yaml'],
+    ]) {
       for (const method of ['GET', 'HEAD']) {
         const res = await trackd.request(method, from);
         t.equal(res.status, 301, `${method} ${from}`);

@@ -83,7 +83,11 @@ t.test('health, readiness, metrics and request logs', async (t) => {
     t.equal(m.get(`http_request_duration_seconds_bucket{${ok},le="+Inf"}`), count, '+Inf bucket holds every observation');
     const buckets = [...m.entries()].filter(([k]) => k.startsWith(`http_request_duration_seconds_bucket{${ok},le=`)).map(([, v]) => v);
     t.ok(buckets.length > 5, 'several buckets');
-    t.same(buckets, [...buckets].sort((x, y) => x - y), 'buckets are cumulative');
+    t.same(
+      buckets,
+      [...buckets].sort((x, y) => x - y),
+      'buckets are cumulative',
+    );
     t.ok((m.get(`http_request_duration_seconds_sum{${ok}}`) ?? -1) > 0, 'latency sum');
     t.ok((m.get('http_requests_total{route="unmatched",method="GET",status="404"}') ?? 0) >= 1, 'unknown paths share one label');
     t.equal([...m.keys()].filter((k) => k.includes('/nope')).length, 0, 'raw paths never become labels');
@@ -100,10 +104,14 @@ t.test('health, readiness, metrics and request logs', async (t) => {
     t.equal((await trackd.request('GET', ME, { token: key.token })).status, 200, 'the API still answers');
     const again = await startNatsServer({ storeDir: nats.storeDir, port: nats.port, serverName: `again-${path.basename(nats.storeDir)}` });
     t.teardown(() => again.stop());
-    const ready = await eventually(async () => {
-      const r = await trackd.request('GET', '/readyz');
-      return r.status === 200 ? r : undefined;
-    }, 20_000, 200);
+    const ready = await eventually(
+      async () => {
+        const r = await trackd.request('GET', '/readyz');
+        return r.status === 200 ? r : undefined;
+      },
+      20_000,
+      200,
+    );
     t.match(ready.json, { status: 'ready', consumer: true }, 'ready again once nats-server is back');
   });
 });
@@ -124,11 +132,15 @@ t.test('SIGTERM: stop accepting, finish in-flight requests, exit 0 within 10 s',
   const half = Math.floor(body.length / 2);
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
-  const inFlight = rawRequest(trackd.port, head, (async function* () {
-    yield body.slice(0, half);
-    await gate;
-    yield body.slice(half);
-  })());
+  const inFlight = rawRequest(
+    trackd.port,
+    head,
+    (async function* () {
+      yield body.slice(0, half);
+      await gate;
+      yield body.slice(half);
+    })(),
+  );
   await new Promise((r) => setTimeout(r, 300));
   const signalled = Date.now();
   const exited = trackd.stop('SIGTERM');
@@ -146,5 +158,8 @@ t.test('SIGTERM: stop accepting, finish in-flight requests, exit 0 within 10 s',
   const took = Date.now() - signalled;
   t.equal(code, 0, 'exit code 0');
   t.ok(took < 10_000, `exited ${took} ms after SIGTERM`);
-  t.ok(trackd.logs().find((l) => l.msg === 'stopped'), 'logged a clean stop');
+  t.ok(
+    trackd.logs().find((l) => l.msg === 'stopped'),
+    'logged a clean stop',
+  );
 });

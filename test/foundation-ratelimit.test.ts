@@ -34,11 +34,17 @@ t.test(`rate limiting with RATE_LIMIT_PER_MIN=${LIMIT}: fixed 60 s window per ke
       const r = rate(res);
       t.equal(r.limit, LIMIT, `${method} ${path}: X-RateLimit-Limit`);
       t.equal(r.remaining, LIMIT - 1 - i, `${method} ${path}: X-RateLimit-Remaining counts down`);
-      t.ok(r.reset >= 1 && r.reset <= 60 && r.reset <= previousReset, `${method} ${path}: X-RateLimit-Reset ${r.reset} is the seconds left in the window`);
+      t.ok(
+        r.reset >= 1 && r.reset <= 60 && r.reset <= previousReset,
+        `${method} ${path}: X-RateLimit-Reset ${r.reset} is the seconds left in the window`,
+      );
       previousReset = r.reset;
     }
     t.same(statuses, [200, 404, 415, 200, 200]);
-    for (const [method, path] of [['GET', ME], ['GET', '/api/v1/assets']]) {
+    for (const [method, path] of [
+      ['GET', ME],
+      ['GET', '/api/v1/assets'],
+    ]) {
       const res = await trackd.request(method, path, { token: a.token });
       expectError(t, res, { status: 429, type: 'rate_limited', instance: path }, `${method} ${path} over budget`);
       const retryAfter = res.headers.get('retry-after');

@@ -14,7 +14,12 @@ t.test('kill -9 three times during a sustained ingest: published equals applied,
   const nats = await startNats(t);
   const { trackd, org, token, ids } = await setup(t, nats.url);
   const nc = await natsClient(t, nats.url);
-  const publisher = sustainedPublisher(nc, `scans.${org.id}.fixed`, 'DOCK-1', ASSETS, { perTick: 20, tickMs: 20, base: Date.now() - 86_400_000, prefix: 'kill' });
+  const publisher = sustainedPublisher(nc, `scans.${org.id}.fixed`, 'DOCK-1', ASSETS, {
+    perTick: 20,
+    tickMs: 20,
+    base: Date.now() - 86_400_000,
+    prefix: 'kill',
+  });
   const kills: string[] = [];
   for (let k = 0; k < 3; k++) {
     await sleep(2000);
@@ -33,8 +38,11 @@ t.test('kill -9 three times during a sustained ingest: published equals applied,
   await sleep(1000); // a redelivery that doubled a scan would land by now
   const applied = await historyCounts(trackd, token, ids.assets);
   t.comment(`kill -9 x3: published ${published}, applied ${sum(applied)}`);
-  t.same(applied, Object.fromEntries(Object.values(ASSETS).map((k) => [k, publisher.perAsset()[k] ?? 0])), 'history events per asset equal scans published per asset');
+  t.same(
+    applied,
+    Object.fromEntries(Object.values(ASSETS).map((k) => [k, publisher.perAsset()[k] ?? 0])),
+    'history events per asset equal scans published per asset',
+  );
   t.equal(sum(applied), published, 'applied equals published');
   t.equal((await trackd.request('GET', '/readyz')).status, 200, 'ready after the last restart');
 });
-

@@ -56,12 +56,26 @@ t.test('every operation of our OpenAPI document, driven with generated valid and
     const root = await trackd.request('POST', '/api/v1/locations', { token: tokens.a, body: { name: 'Root', external_key: 'FUZZ-ROOT' } });
     harvest(root.json);
     for (let i = 0; i < 3; i++) {
-      harvest((await trackd.request('POST', '/api/v1/locations', { token: tokens.a, body: { name: `Bay ${i}`, parent_id: root.json.data.id, tags: [{ tag_type: 'barcode', value: `BAY-${i}` }] } })).json);
+      harvest(
+        (
+          await trackd.request('POST', '/api/v1/locations', {
+            token: tokens.a,
+            body: { name: `Bay ${i}`, parent_id: root.json.data.id, tags: [{ tag_type: 'barcode', value: `BAY-${i}` }] },
+          })
+        ).json,
+      );
     }
   }
   if (has('POST', '/api/v1/assets')) {
     for (let i = 0; i < 3; i++) {
-      harvest((await trackd.request('POST', '/api/v1/assets', { token: tokens.a, body: { name: `Pallet ${i}`, tags: [{ tag_type: 'rfid', value: `E2-${i}` }] } })).json);
+      harvest(
+        (
+          await trackd.request('POST', '/api/v1/assets', {
+            token: tokens.a,
+            body: { name: `Pallet ${i}`, tags: [{ tag_type: 'rfid', value: `E2-${i}` }] },
+          })
+        ).json,
+      );
     }
   }
   t.ok(knownIds.size > 0, 'seed records exist');
@@ -131,13 +145,15 @@ t.test('every operation of our OpenAPI document, driven with generated valid and
           const res = await fetch(`${trackd.baseUrl}${url}`, { method: op.method, headers, body, signal: AbortSignal.timeout(10_000) });
           const text = await res.text();
           statusCounts[res.status] = (statusCounts[res.status] ?? 0) + 1;
-          if (process.env.HARDENING_DEBUG && res.status === Number(process.env.HARDENING_DEBUG) && r.flavor === "valid") console.error(op.method, url, r.flavor, text.slice(0, 200));
+          if (process.env.HARDENING_DEBUG && res.status === Number(process.env.HARDENING_DEBUG) && r.flavor === 'valid')
+            console.error(op.method, url, r.flavor, text.slice(0, 200));
           const where = `${op.method} ${url} [${r.flavor}: ${r.auth}, ${r.contentType}, ${r.body?.mutation ?? 'no body'}] -> ${res.status} ${text.slice(0, 300)}`;
 
           if (res.status === 500) throw new Error(`500: ${where}`);
           if (!(String(res.status) in op.responses)) throw new Error(`undocumented status: ${where}`);
           if (r.requestId !== null && res.headers.get('x-request-id') !== r.requestId) throw new Error(`X-Request-ID not echoed: ${where}`);
-          if (!res.headers.get('x-ratelimit-limit') || !res.headers.get('x-ratelimit-remaining')) throw new Error(`no rate-limit headers: ${where}`);
+          if (!res.headers.get('x-ratelimit-limit') || !res.headers.get('x-ratelimit-remaining'))
+            throw new Error(`no rate-limit headers: ${where}`);
           if (res.status >= 400) {
             const problems = envelopeProblems(res.status, res.headers, text, urlPath);
             if (problems.length > 0) throw new Error(`${problems.join('; ')}: ${where}`);
@@ -151,7 +167,8 @@ t.test('every operation of our OpenAPI document, driven with generated valid and
               let validate = responseValidators.get(key);
               if (validate === undefined) responseValidators.set(key, (validate = ajv.compile(schema)));
               const json = JSON.parse(text);
-              if (!validate(json)) throw new Error(`response does not match the documented schema (${ajv.errorsText((validate as any).errors)}): ${where}`);
+              if (!validate(json))
+                throw new Error(`response does not match the documented schema (${ajv.errorsText((validate as any).errors)}): ${where}`);
               harvest(json);
             }
             if (op.method === 'GET' && snapshot() !== before) throw new Error(`a GET changed stored rows: ${where}`);

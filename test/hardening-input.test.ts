@@ -18,7 +18,10 @@ t.test('hostile bodies and clients', async (t) => {
   const post = (extra: Record<string, string | number | undefined>) =>
     requestHead('POST', '/api/v1/locations', { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', ...extra });
   const sendBody = (body: string | Buffer) => rawExchange(trackd.port, post({ 'Content-Length': Buffer.byteLength(body) }), [body]);
-  const chunked = (chunks: (string | Buffer)[]) => [...chunks.map((c) => Buffer.concat([Buffer.from(`${Buffer.byteLength(c).toString(16)}\r\n`), Buffer.from(c), Buffer.from('\r\n')])), Buffer.from('0\r\n\r\n')];
+  const chunked = (chunks: (string | Buffer)[]) => [
+    ...chunks.map((c) => Buffer.concat([Buffer.from(`${Buffer.byteLength(c).toString(16)}\r\n`), Buffer.from(c), Buffer.from('\r\n')])),
+    Buffer.from('0\r\n\r\n'),
+  ];
   const stillServing = async (t: Test) => {
     const res = await trackd.request('GET', '/api/v1/locations?limit=1', { token });
     t.equal(res.status, 200, 'the server keeps serving');
@@ -38,9 +41,15 @@ t.test('hostile bodies and clients', async (t) => {
     t.not(huge.status, 500);
     t.ok(huge.closed || huge.status === 413, 'an absurd Content-Length is refused or closed');
     const padding = Buffer.alloc(64 * 1024, 0x20);
-    const streamed = await rawExchange(trackd.port, post({ 'Transfer-Encoding': 'chunked' }), chunked([Buffer.from('{"name":"x"'), ...Array(20).fill(padding), Buffer.from('}')]));
+    const streamed = await rawExchange(
+      trackd.port,
+      post({ 'Transfer-Encoding': 'chunked' }),
+      chunked([Buffer.from('{"name":"x"'), ...Array(20).fill(padding), Buffer.from('}')]),
+    );
     cleanError(t, streamed, 413, 'payload_too_large');
-    const lying = await rawExchange(trackd.port, post({ 'Content-Length': 100 }), [Buffer.concat([Buffer.from('{"name":"x"}'), Buffer.alloc(LIMIT + 10, 0x20)])]);
+    const lying = await rawExchange(trackd.port, post({ 'Content-Length': 100 }), [
+      Buffer.concat([Buffer.from('{"name":"x"}'), Buffer.alloc(LIMIT + 10, 0x20)]),
+    ]);
     t.not(lying.status, 500, 'a body longer than its Content-Length is not a 500');
     const atLimit = Buffer.concat([Buffer.from('{"name":"At limit"'), Buffer.alloc(LIMIT - 19, 0x20), Buffer.from('}')]);
     t.equal(atLimit.length, LIMIT);
@@ -80,7 +89,11 @@ t.test('hostile bodies and clients', async (t) => {
       const error = JSON.parse(r.body || '{}').error ?? {};
       if (error.type === 'validation_error' && type !== 'validation_error') t.fail(`${name}: ${r.body}`);
       t.equal(error.type, type, `${name}: ${type}`);
-      if (field !== undefined) t.ok(error.fields?.some((f: { field: string }) => f.field === field), `${name}: names ${JSON.stringify(field)}`);
+      if (field !== undefined)
+        t.ok(
+          error.fields?.some((f: { field: string }) => f.field === field),
+          `${name}: names ${JSON.stringify(field)}`,
+        );
     }
     t.equal(snapshot(), before, 'no hostile body stored anything');
     const pair = await sendBody('{"name":"Pair \\ud83d\\ude00"}');
@@ -102,7 +115,9 @@ t.test('hostile bodies and clients', async (t) => {
       t.equal(error.type, 'bad_request');
       t.match(error.detail, /^Request body is not valid JSON: duplicate key "(name|value)"$/);
     }
-    const sameKeyInSiblings = await sendBody('{"name":"Siblings","tags":[{"tag_type":"rfid","value":"S1"},{"tag_type":"rfid","value":"S2"}]}');
+    const sameKeyInSiblings = await sendBody(
+      '{"name":"Siblings","tags":[{"tag_type":"rfid","value":"S1"},{"tag_type":"rfid","value":"S2"}]}',
+    );
     t.not(sameKeyInSiblings.status, 400, 'equal keys in sibling objects are not duplicates');
     const patchDup = await trackd.request('PATCH', '/api/v1/locations/1', { token, body: '{"name":"a","name":"b"}' });
     t.equal(patchDup.json.error.type, 'bad_request', 'PATCH too');
@@ -110,22 +125,59 @@ t.test('hostile bodies and clients', async (t) => {
     t.not(snapshot(), before);
   });
 
-  t.test('methods outside the route table: 405 with Allow and the envelope, or (methods uWS does not parse) a closed connection', async (t) => {
-    for (const method of ['PUT', 'OPTIONS', 'TRACE', 'CONNECT', 'PROPFIND', 'FOO', 'get']) {
-      const r = await rawExchange(trackd.port, requestHead(method, '/api/v1/locations', { Authorization: `Bearer ${token}` }), [], { timeoutMs: 5000 });
-      t.notOk(r.timedOut, `${method}: answered or closed, never left hanging`);
-      if (r.status !== undefined) {
-        t.equal(r.status, 405, `${method}: 405`);
-        t.equal(r.headers.allow, 'GET, HEAD, POST', `${method}: Allow`);
-        t.same(envelopeProblems(r.status, r.headers, r.body, '/api/v1/locations'), [], `${method}: envelope`);
-      } else t.ok(r.closed, `${method}: connection closed by the HTTP parser`);
-    }
-    await stillServing(t);
-  });
+  t.test(
+    'methods outside the route table: 405 with Allow and the envelope, or (methods uWS does not parse) a closed connection',
+    async (t) => {
+      for (const method of ['PUT', 'OPTIONS', 'TRACE', 'CONNECT', 'PROPFIND', 'FOO', 'get']) {
+        const r = await rawExchange(trackd.port, requestHead(method, '/api/v1/locations', { Authorization: `Bearer ${token}` }), [], {
+          timeoutMs: 5000,
+        });
+        t.notOk(r.timedOut, `${method}: answered or closed, never left hanging`);
+        if (r.status !== undefined) {
+          t.equal(r.status, 405, `${method}: 405`);
+          t.equal(r.headers.allow, 'GET, HEAD, POST', `${method}: Allow`);
+          t.same(envelopeProblems(r.status, r.headers, r.body, '/api/v1/locations'), [], `${method}: envelope`);
+        } else t.ok(r.closed, `${method}: connection closed by the HTTP parser`);
+      }
+      await stillServing(t);
+    },
+  );
 
   t.test('a client trickling its body gets 408 after the body-read timeout; others are served meanwhile', async (t) => {
-    const trickle = rawExchange(trackd.port, post({ 'Content-Length': 200 }), ['{', '"', 'n', 'a', 'm', 'e', '"', ':', '"', 'x', 'y', 'z'], { delayMs: 700, timeoutMs: 20_000, waitForClose: true });
-    const headerTrickle = rawExchange(trackd.port, 'POST /api/v1/locations HTTP/1.1\r\n', ['Host: x\r\n', 'X-A: 1\r\n', 'X-B: 2\r\n', 'X-C: 3\r\n', 'X-D: 4\r\n', 'X-E: 5\r\n', 'X-F: 6\r\n', 'X-G: 7\r\n', 'X-H: 8\r\n', 'X-I: 9\r\n', 'X-J: 10\r\n', 'X-K: 11\r\n', 'X-L: 12\r\n', 'X-M: 13\r\n', 'X-N: 14\r\n', 'X-O: 15\r\n', 'X-P: 16\r\n', 'X-Q: 17\r\n', 'X-R: 18\r\n', 'X-S: 19\r\n', 'X-T: 20\r\n'], { delayMs: 1000, timeoutMs: 25_000 });
+    const trickle = rawExchange(
+      trackd.port,
+      post({ 'Content-Length': 200 }),
+      ['{', '"', 'n', 'a', 'm', 'e', '"', ':', '"', 'x', 'y', 'z'],
+      { delayMs: 700, timeoutMs: 20_000, waitForClose: true },
+    );
+    const headerTrickle = rawExchange(
+      trackd.port,
+      'POST /api/v1/locations HTTP/1.1\r\n',
+      [
+        'Host: x\r\n',
+        'X-A: 1\r\n',
+        'X-B: 2\r\n',
+        'X-C: 3\r\n',
+        'X-D: 4\r\n',
+        'X-E: 5\r\n',
+        'X-F: 6\r\n',
+        'X-G: 7\r\n',
+        'X-H: 8\r\n',
+        'X-I: 9\r\n',
+        'X-J: 10\r\n',
+        'X-K: 11\r\n',
+        'X-L: 12\r\n',
+        'X-M: 13\r\n',
+        'X-N: 14\r\n',
+        'X-O: 15\r\n',
+        'X-P: 16\r\n',
+        'X-Q: 17\r\n',
+        'X-R: 18\r\n',
+        'X-S: 19\r\n',
+        'X-T: 20\r\n',
+      ],
+      { delayMs: 1000, timeoutMs: 25_000 },
+    );
     const latencies: number[] = [];
     for (let i = 0; i < 20; i++) {
       const started = Date.now();
@@ -150,8 +202,16 @@ t.test('hostile bodies and clients', async (t) => {
     const round = async (n: number) => {
       const batch: Promise<RawExchange>[] = [];
       for (let i = 0; i < n; i++) {
-        batch.push(rawExchange(trackd.port, post({ 'Content-Length': 512 * 1024 }), [Buffer.alloc(256 * 1024, 0x20)], { disconnectAfterWrite: true }));
-        batch.push(rawExchange(trackd.port, post({ 'Transfer-Encoding': 'chunked' }), chunked([Buffer.alloc(100 * 1024, 0x5b)]).slice(0, 1), { disconnectAfterWrite: true }));
+        batch.push(
+          rawExchange(trackd.port, post({ 'Content-Length': 512 * 1024 }), [Buffer.alloc(256 * 1024, 0x20)], {
+            disconnectAfterWrite: true,
+          }),
+        );
+        batch.push(
+          rawExchange(trackd.port, post({ 'Transfer-Encoding': 'chunked' }), chunked([Buffer.alloc(100 * 1024, 0x5b)]).slice(0, 1), {
+            disconnectAfterWrite: true,
+          }),
+        );
         batch.push(rawExchange(trackd.port, post({ 'Content-Length': LIMIT + 1 }), ['{']));
         batch.push(sendBody(Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d])));
         batch.push(sendBody('{"name":"a","name":"b"}'));
@@ -177,4 +237,3 @@ t.test('hostile bodies and clients', async (t) => {
     t.notMatch(metrics.text, /status="500"/, 'no 500 was ever answered');
   });
 });
-

@@ -33,8 +33,21 @@ t.test('isolation and forged keys across every operation', async (t) => {
 
   // Organization A: a small tree, an asset with a tag, a tag on a location, and scans (report and history rows).
   const root = (await reqA('POST', '/api/v1/locations', { external_key: 'A-ROOT', name: 'Secret Root' })).json.data;
-  const dock = (await reqA('POST', '/api/v1/locations', { external_key: 'A-DOCK', name: 'Secret Dock', parent_id: root.id, tags: [{ tag_type: 'barcode', value: 'A-DOCK-TAG' }] })).json.data;
-  const asset = (await reqA('POST', '/api/v1/assets', { external_key: 'A-PALLET', name: 'Secret Pallet', tags: [{ tag_type: 'rfid', value: 'A-EPC-1' }] })).json.data;
+  const dock = (
+    await reqA('POST', '/api/v1/locations', {
+      external_key: 'A-DOCK',
+      name: 'Secret Dock',
+      parent_id: root.id,
+      tags: [{ tag_type: 'barcode', value: 'A-DOCK-TAG' }],
+    })
+  ).json.data;
+  const asset = (
+    await reqA('POST', '/api/v1/assets', {
+      external_key: 'A-PALLET',
+      name: 'Secret Pallet',
+      tags: [{ tag_type: 'rfid', value: 'A-EPC-1' }],
+    })
+  ).json.data;
   t.ok(root?.id && dock?.id && asset?.id, 'organization A seeded');
   const nc = await natsClient(t, trackd.natsUrl);
   await publish(nc, `scans.${orgA.id}.fixed`, scanBody('A-DOCK', ['rfid:A-EPC-1'], new Date(Date.now() - 60_000)));
@@ -44,7 +57,9 @@ t.test('isolation and forged keys across every operation', async (t) => {
   t.equal(reportA.json.total_count, 1, 'A sees its asset in the report');
   // Organization B has rows of its own, so an empty answer is not an empty organization.
   const rootB = (await reqB('POST', '/api/v1/locations', { external_key: 'B-ROOT', name: 'B Root' })).json.data;
-  const assetB = (await reqB('POST', '/api/v1/assets', { external_key: 'B-PALLET', name: 'B Pallet', tags: [{ tag_type: 'rfid', value: 'B-EPC-1' }] })).json.data;
+  const assetB = (
+    await reqB('POST', '/api/v1/assets', { external_key: 'B-PALLET', name: 'B Pallet', tags: [{ tag_type: 'rfid', value: 'B-EPC-1' }] })
+  ).json.data;
   await publish(nc, `scans.${orgB.id}.fixed`, scanBody('B-ROOT', ['rfid:B-EPC-1']));
   await eventually(async () => (await reqB('GET', '/api/v1/reports/asset-locations')).json?.total_count === 1, 10_000);
 
@@ -65,7 +80,10 @@ t.test('isolation and forged keys across every operation', async (t) => {
     return { name: 'Hijacked' };
   };
   const normalize = (text: string, ids: number[]) => {
-    let out = text.replace(/"request_id":"[^"]*"/, '').split(String(MISSING_ID)).join('<id>');
+    let out = text
+      .replace(/"request_id":"[^"]*"/, '')
+      .split(String(MISSING_ID))
+      .join('<id>');
     for (const id of ids) out = out.replace(new RegExp(`\\b${id}\\b`, 'g'), '<id>');
     return out;
   };
@@ -136,23 +154,47 @@ t.test('isolation and forged keys across every operation', async (t) => {
     const byA = await reqB('POST', '/api/v1/locations', { name: 'Child', parent_id: root.id });
     const byMissing = await reqB('POST', '/api/v1/locations', { name: 'Child', parent_id: MISSING_ID });
     t.equal(byA.status, 400);
-    t.same(byA.json.error.fields.map((f: any) => f.code), byMissing.json.error.fields.map((f: any) => f.code), 'parent_id of A: fk_not_found as for a missing id');
+    t.same(
+      byA.json.error.fields.map((f: any) => f.code),
+      byMissing.json.error.fields.map((f: any) => f.code),
+      'parent_id of A: fk_not_found as for a missing id',
+    );
     const byKey = await reqB('POST', '/api/v1/locations', { name: 'Child', parent_external_key: 'A-ROOT' });
-    t.same(byKey.json.error.fields.map((f: any) => f.code), ['fk_not_found'], 'parent_external_key of A: fk_not_found');
+    t.same(
+      byKey.json.error.fields.map((f: any) => f.code),
+      ['fk_not_found'],
+      'parent_external_key of A: fk_not_found',
+    );
     const patch = await reqB('PATCH', `/api/v1/locations/${rootB.id}`, { parent_id: dock.id });
-    t.same(patch.json.error?.fields?.map((f: any) => f.code), ['fk_not_found'], 'PATCH re-parent under A: fk_not_found');
+    t.same(
+      patch.json.error?.fields?.map((f: any) => f.code),
+      ['fk_not_found'],
+      'PATCH re-parent under A: fk_not_found',
+    );
     // Uniqueness is per organization: A's keys and tag values are free in B.
-    const sameKey = await reqB('POST', '/api/v1/assets', { external_key: 'A-PALLET', name: 'Mine', tags: [{ tag_type: 'rfid', value: 'A-EPC-1' }] });
+    const sameKey = await reqB('POST', '/api/v1/assets', {
+      external_key: 'A-PALLET',
+      name: 'Mine',
+      tags: [{ tag_type: 'rfid', value: 'A-EPC-1' }],
+    });
     t.equal(sameKey.status, 201, "B may use A's external_key and tag value");
-    const sameLoc = await reqB('POST', '/api/v1/locations', { external_key: 'A-DOCK', name: 'Mine', tags: [{ tag_type: 'barcode', value: 'A-DOCK-TAG' }] });
+    const sameLoc = await reqB('POST', '/api/v1/locations', {
+      external_key: 'A-DOCK',
+      name: 'Mine',
+      tags: [{ tag_type: 'barcode', value: 'A-DOCK-TAG' }],
+    });
     t.equal(sameLoc.status, 201);
     const rename = await reqB('POST', `/api/v1/assets/${assetB.id}/rename`, { external_key: 'A-ROOT' });
-    t.equal(rename.status, 200, "renaming to a key A uses is fine in B");
+    t.equal(rename.status, 200, 'renaming to a key A uses is fine in B');
     // A scan for B that names the now-shared tag moves only B's asset.
     await publish(nc, `scans.${orgB.id}.fixed`, scanBody('A-DOCK', ['rfid:A-EPC-1']));
     await eventually(async () => (await reqB('GET', `/api/v1/assets/${sameKey.json.data.id}/history`)).json?.total_count === 1, 10_000);
     const reportAfter = await reqA('GET', '/api/v1/reports/asset-locations');
-    t.same(reportAfter.json.data.map((r: any) => [r.asset_id, r.location_id]), [[asset.id, root.id]], "A's report is untouched");
+    t.same(
+      reportAfter.json.data.map((r: any) => [r.asset_id, r.location_id]),
+      [[asset.id, root.id]],
+      "A's report is untouched",
+    );
     const historyA = await reqA('GET', `/api/v1/assets/${asset.id}/history`);
     t.equal(historyA.json.total_count, 2, "A's history is untouched");
   });
@@ -163,37 +205,71 @@ t.test('isolation and forged keys across every operation', async (t) => {
     const header = part(keyA.token, 0);
     const claims = part(keyA.token, 1);
     const [h, p, s] = keyA.token.split('.');
-    const sign = (hdr: Record<string, unknown>, body: Record<string, unknown>) => new SignJWT(body).setProtectedHeader(hdr as any).sign(privateKey);
+    const sign = (hdr: Record<string, unknown>, body: Record<string, unknown>) =>
+      new SignJWT(body).setProtectedHeader(hdr as any).sign(privateKey);
     const hsHeader = b64url({ alg: 'HS256', typ: 'JWT', kid: header.kid });
     const stranger = generateKeyPairSync('ed25519');
     const strangerJwk = { ...stranger.privateKey.export({ format: 'jwk' }) };
     const other = tempDir();
     t.teardown(() => fs.rmSync(other, { recursive: true, force: true }));
     const otherOrg = trackd.cli(['orgs', 'create', '--name', 'Elsewhere'], { DATA_DIR: other });
-    const foreign = trackd.cli(['keys', 'create', '--org', String(otherOrg.id), '--name', 'x', '--scopes', 'assets:read,locations:read,tracking:read,assets:write,locations:write'], { DATA_DIR: other });
+    const foreign = trackd.cli(
+      [
+        'keys',
+        'create',
+        '--org',
+        String(otherOrg.id),
+        '--name',
+        'x',
+        '--scopes',
+        'assets:read,locations:read,tracking:read,assets:write,locations:write',
+      ],
+      { DATA_DIR: other },
+    );
     const revoked = trackd.createKey(orgA.id);
     trackd.cli(['keys', 'revoke', revoked.api_key_id]);
     const expired = trackd.createKey(orgA.id, undefined, ['--expires-in', '1s']);
     const now = Math.floor(Date.now() / 1000);
     const forged: Record<string, { token: string; detail: string | RegExp }> = {
       'alg none': { token: `${b64url({ alg: 'none', typ: 'JWT', kid: header.kid })}.${p}.`, detail: 'Invalid or expired token' },
-      'HS256 keyed with the public key': { token: `${hsHeader}.${p}.${createHmac('sha256', Buffer.from(signing.publicJwk.x, 'base64url')).update(`${hsHeader}.${p}`).digest('base64url')}`, detail: 'Invalid or expired token' },
+      'HS256 keyed with the public key': {
+        token: `${hsHeader}.${p}.${createHmac('sha256', Buffer.from(signing.publicJwk.x, 'base64url')).update(`${hsHeader}.${p}`).digest('base64url')}`,
+        detail: 'Invalid or expired token',
+      },
       'wrong kid, valid signature': { token: await sign({ ...header, kid: 'not-our-key' }, claims), detail: 'Invalid or expired token' },
       'signed by a stranger under our kid': {
         token: await new SignJWT(claims).setProtectedHeader(header).sign(await importJWK({ ...strangerJwk, alg: 'EdDSA' } as any, 'EdDSA')),
         detail: 'Invalid or expired token',
       },
       'key of another installation': { token: foreign.token, detail: 'Invalid or expired token' },
-      'tampered scopes': { token: `${h}.${b64url({ ...claims, scopes: [...claims.scopes, 'keys:admin'] })}.${s}`, detail: 'Invalid or expired token' },
+      'tampered scopes': {
+        token: `${h}.${b64url({ ...claims, scopes: [...claims.scopes, 'keys:admin'] })}.${s}`,
+        detail: 'Invalid or expired token',
+      },
       'tampered org (B)': { token: `${h}.${b64url({ ...claims, org: orgB.id })}.${s}`, detail: 'Invalid or expired token' },
       'not yet valid (nbf in an hour)': { token: await sign(header, { ...claims, nbf: now + 3600 }), detail: 'Invalid or expired token' },
-      'expired by exp claim': { token: await sign(header, { ...claims, exp: now - 60 }), detail: /^(API key has expired|Invalid or expired token)$/ },
-      'validly signed, org that does not exist': { token: await sign(header, { ...claims, org: 999_999 }), detail: 'Invalid or expired token' },
-      'validly signed, key id that does not exist': { token: await sign(header, { ...claims, sub: '00000000-0000-4000-8000-000000000000' }), detail: 'Invalid or expired token' },
+      'expired by exp claim': {
+        token: await sign(header, { ...claims, exp: now - 60 }),
+        detail: /^(API key has expired|Invalid or expired token)$/,
+      },
+      'validly signed, org that does not exist': {
+        token: await sign(header, { ...claims, org: 999_999 }),
+        detail: 'Invalid or expired token',
+      },
+      'validly signed, key id that does not exist': {
+        token: await sign(header, { ...claims, sub: '00000000-0000-4000-8000-000000000000' }),
+        detail: 'Invalid or expired token',
+      },
       revoked: { token: revoked.token, detail: 'API key has been revoked' },
       expired: { token: expired.token, detail: 'API key has expired' },
-      'other environment': { token: trackd.createKey(orgA.id, undefined, ['--env', 'production']).token, detail: 'Invalid or expired token' },
-      'session token': { token: trackd.cli(['sessions', 'create', '--org', String(orgA.id), '--user', 'mallory']).token, detail: 'Invalid or expired token' },
+      'other environment': {
+        token: trackd.createKey(orgA.id, undefined, ['--env', 'production']).token,
+        detail: 'Invalid or expired token',
+      },
+      'session token': {
+        token: trackd.cli(['sessions', 'create', '--org', String(orgA.id), '--user', 'mallory']).token,
+        detail: 'Invalid or expired token',
+      },
     };
     await new Promise((r) => setTimeout(r, 1500)); // the revocation poll and the 1 s expiry
     const before = snapshot();

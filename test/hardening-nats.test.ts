@@ -15,7 +15,12 @@ t.test('nats-server stopped and restarted during a sustained ingest: published e
   const nats = await startNats(t);
   const { trackd, org, token, ids } = await setup(t, nats.url);
   const nc = await natsClient(t, nats.url);
-  const publisher = sustainedPublisher(nc, `scans.${org.id}.fixed`, 'DOCK-1', ASSETS, { perTick: 20, tickMs: 20, base: Date.now() - 86_400_000, prefix: 'nats' });
+  const publisher = sustainedPublisher(nc, `scans.${org.id}.fixed`, 'DOCK-1', ASSETS, {
+    perTick: 20,
+    tickMs: 20,
+    base: Date.now() - 86_400_000,
+    prefix: 'nats',
+  });
   await sleep(2500);
   const ackedAtStop = publisher.acked();
   await nats.stop();
@@ -30,11 +35,18 @@ t.test('nats-server stopped and restarted during a sustained ingest: published e
   await sleep(2500);
   await publisher.stop();
   const published = publisher.acked();
-  t.ok(published > ackedAtStop, `publishing resumed after the restart (${ackedAtStop} before the stop, ${published} in all, ${publisher.retries()} retries)`);
+  t.ok(
+    published > ackedAtStop,
+    `publishing resumed after the restart (${ackedAtStop} before the stop, ${published} in all, ${publisher.retries()} retries)`,
+  );
   await eventually(async () => sum(await historyCounts(trackd, token, ids.assets)) >= published, 40_000, 200);
   await sleep(1000);
   const applied = await historyCounts(trackd, token, ids.assets);
   t.comment(`nats restart: published ${published}, applied ${sum(applied)}`);
-  t.same(applied, Object.fromEntries(Object.values(ASSETS).map((k) => [k, publisher.perAsset()[k] ?? 0])), 'history events per asset equal scans published per asset');
+  t.same(
+    applied,
+    Object.fromEntries(Object.values(ASSETS).map((k) => [k, publisher.perAsset()[k] ?? 0])),
+    'history events per asset equal scans published per asset',
+  );
   t.equal(sum(applied), published, 'applied equals published');
 });

@@ -30,7 +30,8 @@ t.test('rate limits hold per key under concurrent clients; no key starves anothe
       if (res.status === 429) {
         const retryAfter = Number(res.headers.get('retry-after'));
         if (!(retryAfter >= 1 && retryAfter <= 60)) problems.push(`Retry-After ${res.headers.get('retry-after')}`);
-        if (res.headers.get('x-ratelimit-remaining') !== '0') problems.push(`429 with remaining ${res.headers.get('x-ratelimit-remaining')}`);
+        if (res.headers.get('x-ratelimit-remaining') !== '0')
+          problems.push(`429 with remaining ${res.headers.get('x-ratelimit-remaining')}`);
         problems.push(...envelopeProblems(429, res.headers, text, '/api/v1/locations'));
       }
     }
@@ -60,11 +61,17 @@ t.test('rate limits hold per key under concurrent clients; no key starves anothe
   flooding = false;
   await Promise.all(floods);
 
-  t.comment(`greedy key: ${JSON.stringify(greedyStatus)}; anonymous: ${JSON.stringify(anonymousStatus)}; modest keys: ${JSON.stringify(modestStatus)}`);
+  t.comment(
+    `greedy key: ${JSON.stringify(greedyStatus)}; anonymous: ${JSON.stringify(anonymousStatus)}; modest keys: ${JSON.stringify(modestStatus)}`,
+  );
   t.equal(greedyStatus[200], LIMIT, `the greedy key got exactly its budget of ${LIMIT} under 12 concurrent connections`);
   t.ok((greedyStatus[429] ?? 0) > 100, 'and 429s after it');
   t.same(problems, [], '429s carry Retry-After, remaining 0 and the envelope');
-  t.same([...remaining].sort((a, b) => b - a), Array.from({ length: LIMIT }, (_, i) => LIMIT - 1 - i), 'X-RateLimit-Remaining counted down without gaps or repeats');
+  t.same(
+    [...remaining].sort((a, b) => b - a),
+    Array.from({ length: LIMIT }, (_, i) => LIMIT - 1 - i),
+    'X-RateLimit-Remaining counted down without gaps or repeats',
+  );
   t.same(modestStatus, { 200: 120 }, 'the modest keys were never limited');
   const sorted = [...modestLatencies].sort((a, b) => a - b);
   const p99 = sorted[Math.floor(sorted.length * 0.99)];

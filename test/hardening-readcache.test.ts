@@ -32,7 +32,12 @@ for (const cacheMb of ['64', '1']) {
     await check('assets', b.id, 'a second large asset (may evict the first at 1 MiB)');
     await check('assets', a.id, 'the first again');
 
-    const patched = await api.req('PATCH', `/api/v1/assets/${a.id}`, { name: 'After', metadata: { small: true } }, { contentType: 'application/merge-patch+json' });
+    const patched = await api.req(
+      'PATCH',
+      `/api/v1/assets/${a.id}`,
+      { name: 'After', metadata: { small: true } },
+      { contentType: 'application/merge-patch+json' },
+    );
     t.equal(patched.status, 200);
     t.same(await check('assets', a.id, 'patched'), patched.json.data, 'the read shows the patch');
 
@@ -48,7 +53,7 @@ for (const cacheMb of ['64', '1']) {
     t.equal((await check('assets', a.id, 'renamed')).external_key, renamedKey, 'the read shows the new key');
 
     const foreign = await other.req('GET', `/api/v1/assets/${a.id}`);
-    t.equal(foreign.status, 404, "another organization on the same shard never sees the cached body");
+    t.equal(foreign.status, 404, 'another organization on the same shard never sees the cached body');
     t.equal(foreign.json.error.type, 'not_found');
 
     const get = await api.req('GET', `/api/v1/assets/${a.id}`);
@@ -68,7 +73,12 @@ for (const cacheMb of ['64', '1']) {
     const movedParent = await api.req('POST', `/api/v1/locations/${parent.id}/rename`, { external_key: key('SITE2') });
     t.equal(movedParent.status, 200);
     t.same(await check('locations', child.id, 'parent renamed'), (await api.req('GET', `/api/v1/locations/${child.id}`)).json.data);
-    const patchedLocation = await api.req('PATCH', `/api/v1/locations/${child.id}`, { name: 'Dock 2', parent_id: null }, { contentType: 'application/merge-patch+json' });
+    const patchedLocation = await api.req(
+      'PATCH',
+      `/api/v1/locations/${child.id}`,
+      { name: 'Dock 2', parent_id: null },
+      { contentType: 'application/merge-patch+json' },
+    );
     t.equal(patchedLocation.status, 200);
     t.same(await check('locations', child.id, 'location patched'), patchedLocation.json.data, 'the read shows the patch');
     const locationTag = (await api.req('POST', `/api/v1/locations/${child.id}/tags`, { tag_type: 'barcode', value: key('BC') })).json.data;
@@ -123,7 +133,11 @@ t.test('list total_count stays exact across writes and validity boundaries', asy
   t.equal(await total(api, `q=${startingWord}`), 1, 'after its valid_from it counts, with no write in between');
   t.equal(await total(api, `q=${endingWord}`), 0, 'after its valid_to it no longer counts');
   const active = await api.req('GET', '/api/v1/assets?is_active=true');
-  t.same([active.json.total_count, active.json.data.map((r: { id: number }) => r.id)], [1, [starting.id]], 'after the boundary: the starting asset is the one active');
+  t.same(
+    [active.json.total_count, active.json.data.map((r: { id: number }) => r.id)],
+    [1, [starting.id]],
+    'after the boundary: the starting asset is the one active',
+  );
   t.not(ending.id, starting.id);
 
   const site = (await api.req('POST', '/api/v1/locations', { external_key: key('SITE'), name: 'Site' })).json.data;
@@ -133,7 +147,11 @@ t.test('list total_count stays exact across writes and validity boundaries', asy
   t.equal(await total(api, `parent_external_key=${site.external_key}`, 'locations'), 1);
   const renamedSite = key('SITE2');
   t.equal((await api.req('POST', `/api/v1/locations/${site.id}/rename`, { external_key: renamedSite })).status, 200);
-  t.equal(await total(api, `parent_external_key=${site.external_key}`, 'locations'), 0, 'the old parent key matches nothing after a rename');
+  t.equal(
+    await total(api, `parent_external_key=${site.external_key}`, 'locations'),
+    0,
+    'the old parent key matches nothing after a rename',
+  );
   t.equal(await total(api, `parent_external_key=${renamedSite}`, 'locations'), 1);
 });
 
@@ -150,7 +168,11 @@ t.test('q pages agree whichever way tag matches are tested (short walk or full s
   }
   // limit=100 tests every row against the set of matching tags; limit=1 (20 matches > 8 x 1) looks tags up per walked row.
   const whole = await api.req('GET', `/api/v1/assets?q=${word}&limit=100`);
-  t.same(whole.json.data.map((r: { id: number }) => r.id), expected, 'the whole match, in external_key order');
+  t.same(
+    whole.json.data.map((r: { id: number }) => r.id),
+    expected,
+    'the whole match, in external_key order',
+  );
   const walked: number[] = [];
   for (let offset = 0; offset < 20; offset++) {
     const page = await api.req('GET', `/api/v1/assets?q=${word}&limit=1&offset=${offset}`);
@@ -159,7 +181,11 @@ t.test('q pages agree whichever way tag matches are tested (short walk or full s
   }
   t.same(walked, expected, 'one-row pages list the same rows in the same order');
   const byName = await api.req('GET', `/api/v1/assets?q=${word}&limit=2&sort=-name`);
-  t.same(byName.json.data.map((r: { name: string }) => r.name), [`Plain 7`, 'Plain 4'], 'a short walk under another indexed sort');
+  t.same(
+    byName.json.data.map((r: { name: string }) => r.name),
+    [`Plain 7`, 'Plain 4'],
+    'a short walk under another indexed sort',
+  );
   const empty = await api.req('GET', `/api/v1/assets?q=${word}&limit=5&offset=20`);
   t.same([empty.json.total_count, empty.json.data], [20, []], 'an offset past the total answers an empty page');
 });
@@ -185,7 +211,12 @@ t.test('descendants stay exact across location writes and validity boundaries', 
   const b = await create({ parent_id: a.id });
   t.same(await below(root.id), [a.id, b.id], 'a new grandchild shows at once');
   const other = await create({});
-  const moved = await api.req('PATCH', `/api/v1/locations/${b.id}`, { parent_id: other.id }, { contentType: 'application/merge-patch+json' });
+  const moved = await api.req(
+    'PATCH',
+    `/api/v1/locations/${b.id}`,
+    { parent_id: other.id },
+    { contentType: 'application/merge-patch+json' },
+  );
   t.equal(moved.status, 200);
   t.same(await below(root.id), [a.id], 'a move out shows at once');
   t.same(await below(other.id), [b.id], 'and under its new parent');

@@ -26,7 +26,12 @@ t.test('SIGTERM under HTTP load and ingest', async (t) => {
   });
   const port = trackd.port;
   const nc = await natsClient(t, nats.url);
-  const publisher = sustainedPublisher(nc, `scans.${org.id}.fixed`, 'DOCK-1', ASSETS, { perTick: 20, tickMs: 20, base: Date.now() - 86_400_000, prefix: 'term' });
+  const publisher = sustainedPublisher(nc, `scans.${org.id}.fixed`, 'DOCK-1', ASSETS, {
+    perTick: 20,
+    tickMs: 20,
+    base: Date.now() - 86_400_000,
+    prefix: 'term',
+  });
 
   // Load: 16 clients creating and listing in a loop over kept-alive connections.
   const outcomes: Record<string, number> = {};
@@ -45,7 +50,8 @@ t.test('SIGTERM under HTTP load and ingest', async (t) => {
         const text = await res.text();
         outcomes[res.status] = (outcomes[res.status] ?? 0) + 1;
         if (res.status === 201) created++;
-        else if (res.status !== 200) problems.push(...envelopeProblems(res.status, res.headers, text, create ? '/api/v1/locations' : '/api/v1/locations'));
+        else if (res.status !== 200)
+          problems.push(...envelopeProblems(res.status, res.headers, text, create ? '/api/v1/locations' : '/api/v1/locations'));
         if (res.status >= 500 && res.status !== 503) problems.push(`status ${res.status}: ${text}`);
       } catch {
         outcomes.connection_error = (outcomes.connection_error ?? 0) + 1;
@@ -60,7 +66,11 @@ t.test('SIGTERM under HTTP load and ingest', async (t) => {
   const body = JSON.stringify({ name: 'In flight at SIGTERM' });
   const inFlight = rawExchange(
     port,
-    requestHead('POST', '/api/v1/locations', { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }),
+    requestHead('POST', '/api/v1/locations', {
+      Authorization: `Bearer ${token}`,
+      'Content-Type': 'application/json',
+      'Content-Length': Buffer.byteLength(body),
+    }),
     [body.slice(0, 10), body.slice(10)],
     { delayMs: 400, timeoutMs: 10_000 },
   );
@@ -100,7 +110,11 @@ t.test('SIGTERM under HTTP load and ingest', async (t) => {
   const inflightRow = await trackd.request('GET', `/api/v1/locations?q=${encodeURIComponent('In flight')}`, { token });
   t.equal(inflightRow.json.total_count, 1, 'and the one in flight at SIGTERM');
   const published = publisher.acked();
-  await eventually(async () => Object.values(await historyCounts(trackd, token, ids.assets)).reduce((a, b) => a + b, 0) >= published, 30_000, 200);
+  await eventually(
+    async () => Object.values(await historyCounts(trackd, token, ids.assets)).reduce((a, b) => a + b, 0) >= published,
+    30_000,
+    200,
+  );
   await new Promise((r) => setTimeout(r, 1000));
   const applied = Object.values(await historyCounts(trackd, token, ids.assets)).reduce((a, b) => a + b, 0);
   t.equal(applied, published, `scans: published ${published}, applied ${applied} across the SIGTERM and restart`);

@@ -11,7 +11,16 @@ t.test('a 30-second soak of mixed reads, writes and scan ingest keeps memory and
   const first = samples.slice(0, 2);
   const last = samples.slice(-2);
   const peak = (xs: typeof samples, k: 'rss_mib' | 'p99_ms') => Math.max(...xs.map((s) => s[k]));
-  t.ok(peak(last, 'rss_mib') - peak(first, 'rss_mib') < 64, `RSS ${peak(first, 'rss_mib')} -> ${peak(last, 'rss_mib')} MiB (bound: +64 MiB)`);
-  t.ok(peak(last, 'p99_ms') <= Math.max(5 * peak(first, 'p99_ms'), 2000), `p99 ${peak(first, 'p99_ms')} -> ${peak(last, 'p99_ms')} ms (bound: 5x or 2 s: the machine is shared)`);
-  t.ok(samples.every((s) => s.requests > 0), 'requests completed in every interval');
+  t.ok(
+    peak(last, 'rss_mib') - peak(first, 'rss_mib') < 64,
+    `RSS ${peak(first, 'rss_mib')} -> ${peak(last, 'rss_mib')} MiB (bound: +64 MiB)`,
+  );
+  t.ok(
+    peak(last, 'p99_ms') <= Math.max(5 * peak(first, 'p99_ms'), 2000),
+    `p99 ${peak(first, 'p99_ms')} -> ${peak(last, 'p99_ms')} ms (bound: 5x or 2 s: the machine is shared)`,
+  );
+  t.ok(
+    samples.every((s) => s.requests > 0),
+    'requests completed in every interval',
+  );
 });

@@ -49,7 +49,13 @@ t.test('data directory full: clear 503s, readiness 503, no loss, no corruption, 
     if (mounted) spawnSync('umount', ['-l', mnt], { stdio: 'ignore' });
     fs.rmSync(mnt, { recursive: true, force: true });
   });
-  t.comment(mounted ? 'data directory on a 24 MiB tmpfs' : isRoot ? 'cannot mount a tmpfs here (and chmod does not bind root)' : 'no mount right: read-only data directory by chmod');
+  t.comment(
+    mounted
+      ? 'data directory on a 24 MiB tmpfs'
+      : isRoot
+        ? 'cannot mount a tmpfs here (and chmod does not bind root)'
+        : 'no mount right: read-only data directory by chmod',
+  );
   t.ok(mounted || !isRoot, 'a way to make the data directory refuse writes: a small tmpfs (root) or chmod (non-root)');
   if (!mounted && isRoot) return;
 
@@ -57,13 +63,18 @@ t.test('data directory full: clear 503s, readiness 503, no loss, no corruption, 
   const trackd = await startTrackd(t, { dataDir, env: { HISTORY_GAP_SECONDS: '0', SHARDS: '1' } });
   const org = trackd.createOrg('Storage');
   const token = trackd.createKey(org.id).token;
-  const ids = await seed(trackd, token, { locations: [{ external_key: 'DOCK-1' }], assets: [{ external_key: 'PALLET-1', tags: ['rfid:E1'] }] });
+  const ids = await seed(trackd, token, {
+    locations: [{ external_key: 'DOCK-1' }],
+    assets: [{ external_key: 'PALLET-1', tags: ['rfid:E1'] }],
+  });
   const nc = await natsClient(t, trackd.natsUrl);
-  const history = async () => (await trackd.request('GET', `/api/v1/assets/${ids.assets['PALLET-1']}/history?limit=1`, { token })).json?.total_count;
+  const history = async () =>
+    (await trackd.request('GET', `/api/v1/assets/${ids.assets['PALLET-1']}/history?limit=1`, { token })).json?.total_count;
   const base = Date.now() - 3_600_000;
   let published = 0;
   const publishScans = async (n: number) => {
-    for (let i = 0; i < n; i++, published++) await publish(nc, `scans.${org.id}.fixed`, scanBody('DOCK-1', ['rfid:E1'], new Date(base + published * 1000)));
+    for (let i = 0; i < n; i++, published++)
+      await publish(nc, `scans.${org.id}.fixed`, scanBody('DOCK-1', ['rfid:E1'], new Date(base + published * 1000)));
   };
   await publishScans(10);
   await eventually(async () => (await history()) === 10, 10_000);
@@ -73,7 +84,10 @@ t.test('data directory full: clear 503s, readiness 503, no loss, no corruption, 
   const chmodded: string[] = [];
   if (mounted) filler = fill(mnt);
   else {
-    for (const f of [path.join(dataDir, 'shards'), ...fs.readdirSync(path.join(dataDir, 'shards')).map((f) => path.join(dataDir, 'shards', f))]) {
+    for (const f of [
+      path.join(dataDir, 'shards'),
+      ...fs.readdirSync(path.join(dataDir, 'shards')).map((f) => path.join(dataDir, 'shards', f)),
+    ]) {
       fs.chmodSync(f, 0o555);
       chmodded.push(f);
     }
@@ -88,7 +102,11 @@ t.test('data directory full: clear 503s, readiness 503, no loss, no corruption, 
   t.ok(unavailable !== undefined, `writes start failing once the disk is full (${statuses.length} tried)`);
   t.notOk(statuses.includes(500), 'never a 500');
   t.equal(unavailable?.status, 503, 'a write that cannot be stored is 503');
-  t.same(envelopeProblems(unavailable!.status, unavailable!.headers, unavailable!.text, '/api/v1/locations'), [], 'with the error envelope');
+  t.same(
+    envelopeProblems(unavailable!.status, unavailable!.headers, unavailable!.text, '/api/v1/locations'),
+    [],
+    'with the error envelope',
+  );
   t.match(JSON.parse(unavailable!.text).error, { type: 'service_unavailable', detail: /full or read-only/ }, 'a clear error');
   t.equal(unavailable?.headers.get('retry-after'), '5', 'and Retry-After');
   await eventually(async () => (await trackd.request('GET', '/readyz')).status === 503, 5000);
@@ -96,7 +114,10 @@ t.test('data directory full: clear 503s, readiness 503, no loss, no corruption, 
   t.same(ready.json, { status: 'not_ready', storage: false, consumer: true }, '/readyz 503 names storage');
   const read = await trackd.request('GET', `/api/v1/assets/${ids.assets['PALLET-1']}`, { token });
   t.equal(read.status, 200, 'reads keep working');
-  const patch = await trackd.request('PATCH', `/api/v1/assets/${ids.assets['PALLET-1']}`, { token, body: { description: 'y'.repeat(4000) } });
+  const patch = await trackd.request('PATCH', `/api/v1/assets/${ids.assets['PALLET-1']}`, {
+    token,
+    body: { description: 'y'.repeat(4000) },
+  });
   t.ok(patch.status === 503 || patch.status === 200, `PATCH answers 503 (or fits): ${patch.status}`);
 
   // Scans published while full are never dead-lettered: a batch that cannot be stored waits in the

@@ -19,7 +19,9 @@ function onOneSocket(port: number, requests: string[], pauseMs = 0): Promise<{ s
         const end = data.indexOf('\r\n\r\n');
         if (end < 0) return;
         const [statusLine, ...lines] = data.slice(0, end).split('\r\n');
-        const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+        const headers = Object.fromEntries(
+          lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+        );
         const length = Number(headers['content-length'] ?? 0);
         if (data.length < end + 4 + length) return;
         answers.push({ status: Number(statusLine.split(' ')[1]), headers });
@@ -41,7 +43,8 @@ t.test('keep-alive connections', async (t) => {
   const org = trackd.createOrg('KeepAlive');
   const { token } = trackd.createKey(org.id);
   const get = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
-  const post = (path: string, headers: string, body: string) => `POST ${path} HTTP/1.1\r\nHost: x\r\n${headers}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const post = (path: string, headers: string, body: string) =>
+    `POST ${path} HTTP/1.1\r\nHost: x\r\n${headers}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 
   await t.test('early answers leave the connection usable for the next request', async (t) => {
     const answers = await onOneSocket(trackd.port, [
@@ -52,12 +55,18 @@ t.test('keep-alive connections', async (t) => {
       `PATCH /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}`, // 405
       get,
     ]);
-    t.same(answers.map((a) => a.status), [401, 404, 415, 200, 405, 200], 'every request on the one connection answered, in order');
+    t.same(
+      answers.map((a) => a.status),
+      [401, 404, 415, 200, 405, 200],
+      'every request on the one connection answered, in order',
+    );
     for (const a of answers) t.equal(a.headers['keep-alive'], 'timeout=5', 'each answer announces the idle time');
   });
 
   await t.test('answers that close the connection say so', async (t) => {
-    const [tooLarge] = await onOneSocket(trackd.port, [`POST /api/v1/assets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 9999999\r\n\r\n`]);
+    const [tooLarge] = await onOneSocket(trackd.port, [
+      `POST /api/v1/assets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 9999999\r\n\r\n`,
+    ]);
     t.equal(tooLarge.status, 413);
     t.equal(tooLarge.headers.connection, 'close');
     t.notOk(tooLarge.headers['keep-alive'], 'no idle time offered on a closing answer');
@@ -65,7 +74,11 @@ t.test('keep-alive connections', async (t) => {
 
   await t.test('an idle connection outlives the announced idle time', async (t) => {
     const answers = await onOneSocket(trackd.port, [get, get], 6_000);
-    t.same(answers.map((a) => a.status), [200, 200], 'the second request, 6 s after the first (announced: 5 s), is answered on the same connection');
+    t.same(
+      answers.map((a) => a.status),
+      [200, 200],
+      'the second request, 6 s after the first (announced: 5 s), is answered on the same connection',
+    );
   });
 
   await t.test('a pooled keep-alive client (fetch) loses nothing over a mix with early answers', async (t) => {

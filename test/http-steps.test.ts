@@ -5,7 +5,16 @@ import { ApiError } from '../src/errors/catalog.js';
 import { RateLimiter } from '../src/http/rateLimit.js';
 import type { Route } from '../src/http/route.js';
 import { Router } from '../src/http/router.js';
-import { checkMediaType, compileRoute, decodeBody, matchRoute, parseInputs, requireScopes, takeRate, type CompiledRoute } from '../src/http/steps.js';
+import {
+  checkMediaType,
+  compileRoute,
+  decodeBody,
+  matchRoute,
+  parseInputs,
+  requireScopes,
+  takeRate,
+  type CompiledRoute,
+} from '../src/http/steps.js';
 import type { Principal } from '../src/auth/authenticator.js';
 
 const route = (method: Route['method'], path: string, extra: Partial<Route> = {}): Route => ({
@@ -67,7 +76,13 @@ t.test('inputs: path ids and query into one error list', async (t) => {
   t.same(params, { thing_id: 12 });
   const failed: { field: string; code: string }[] = [];
   parseInputs(compiled, { thing_id: '0' }, 'bogus=1', true, failed as never[]);
-  t.same(failed.map((e) => [e.field, e.code]).sort(), [['bogus', 'unknown_field'], ['thing_id', 'too_small']].sort());
+  t.same(
+    failed.map((e) => [e.field, e.code]).sort(),
+    [
+      ['bogus', 'unknown_field'],
+      ['thing_id', 'too_small'],
+    ].sort(),
+  );
   const probe: never[] = [];
   parseInputs(compiled, { thing_id: '1' }, 'bogus=1', false, probe);
   t.same(probe, [], 'outside the public surface the query is not judged');
@@ -78,7 +93,10 @@ t.test('body: media type, then JSON rules', async (t) => {
   const patch = route('PATCH', '/x', { body: { schema: Type.Object({}), contentType: 'application/merge-patch+json' } });
   t.doesNotThrow(() => checkMediaType(post, 'application/json; charset=utf-8'));
   t.equal(failure(() => checkMediaType(post, 'text/plain')).detail, 'Content-Type must be application/json');
-  t.equal(failure(() => checkMediaType(patch, 'application/json')).detail, 'Content-Type must be application/merge-patch+json on PATCH operations');
+  t.equal(
+    failure(() => checkMediaType(patch, 'application/json')).detail,
+    'Content-Type must be application/merge-patch+json on PATCH operations',
+  );
   t.same(decodeBody(Buffer.from('{"a":1}'), false), { a: 1 });
   const cases: [string, boolean, string][] = [
     ['{', false, 'Request body is not valid JSON'],

@@ -13,7 +13,11 @@ const THREADS = 4;
 t.test('HTTP_THREADS threads share the port, the rate limits and the metrics', async (t) => {
   const budget = 150;
   const trackd = await startTrackd(t, { env: { HTTP_THREADS: String(THREADS), RATE_LIMIT_PER_MIN: String(budget) } });
-  t.match(trackd.logs().find((l) => l.msg === 'listening'), { http_threads: THREADS }, 'the listening line names the thread count');
+  t.match(
+    trackd.logs().find((l) => l.msg === 'listening'),
+    { http_threads: THREADS },
+    'the listening line names the thread count',
+  );
   const org = trackd.createOrg('Threads');
   const { token } = trackd.createKey(org.id);
 
@@ -23,10 +27,22 @@ t.test('HTTP_THREADS threads share the port, the rate limits and the metrics', a
   const statuses = answers.map((a) => a.status);
   t.equal(statuses.filter((s) => s === 200).length, budget, `exactly the budget (${budget}) answered 200 over ${THREADS} threads`);
   t.equal(statuses.filter((s) => s === 429).length, sent - budget, 'every request past the budget answered 429');
-  const remaining = answers.filter((a) => a.status === 200).map((a) => Number(a.headers.get('x-ratelimit-remaining'))).sort((a, b) => a - b);
-  t.same(remaining, Array.from({ length: budget }, (_, i) => i), 'X-RateLimit-Remaining counts down once through the budget, no value twice');
+  const remaining = answers
+    .filter((a) => a.status === 200)
+    .map((a) => Number(a.headers.get('x-ratelimit-remaining')))
+    .sort((a, b) => a - b);
+  t.same(
+    remaining,
+    Array.from({ length: budget }, (_, i) => i),
+    'X-RateLimit-Remaining counts down once through the budget, no value twice',
+  );
 
-  const threads = new Set(trackd.logs().filter((l) => l.msg === 'request' && l.route === '/api/v1/orgs/me').map((l) => l.thread));
+  const threads = new Set(
+    trackd
+      .logs()
+      .filter((l) => l.msg === 'request' && l.route === '/api/v1/orgs/me')
+      .map((l) => l.thread),
+  );
   t.ok(threads.size >= 2, `requests were served by several threads (${[...threads].join(', ')})`);
 
   const metrics = (await trackd.request('GET', '/metrics')).text;
@@ -46,11 +62,18 @@ t.test('the port is discoverable at LOG_LEVEL=warn: the listening line and DATA_
   t.equal(fs.readFileSync(path.join(trackd.dataDir, 'http.url'), 'utf8'), `http://127.0.0.1:${trackd.port}\n`);
   t.equal((await trackd.request('GET', '/healthz')).status, 200);
   t.equal(await trackd.stop(), 0, 'stops cleanly; every line it printed is read');
-  t.notOk(trackd.logs().some((l) => l.msg === 'request'), 'the level still holds for everything else (no request line)');
+  t.notOk(
+    trackd.logs().some((l) => l.msg === 'request'),
+    'the level still holds for everything else (no request line)',
+  );
 });
 
 t.test('a second trackd on a port already served refuses to start instead of sharing it', async (t) => {
   const first = await startTrackd(t);
-  await t.rejects(startTrackd(t, { env: { PORT: String(first.port) } }), /the port is in use by another process/, 'the second exits with one line saying why');
+  await t.rejects(
+    startTrackd(t, { env: { PORT: String(first.port) } }),
+    /the port is in use by another process/,
+    'the second exits with one line saying why',
+  );
   t.equal((await first.request('GET', '/healthz')).status, 200, 'the first still serves');
 });

@@ -33,7 +33,17 @@ t.test('locations: create, get, patch, rename, delete', async (t) => {
     const v = res.json.data;
     t.equal(res.headers.get('location'), `/api/v1/locations/${v.id}`);
     t.same(Object.keys(v).sort(), [...VIEW_FIELDS].sort());
-    t.match(v, { external_key: k, name: 'Dock 1', description: null, parent_id: null, parent_external_key: null, is_active: true, valid_to: null, deleted_at: null, tags: [] });
+    t.match(v, {
+      external_key: k,
+      name: 'Dock 1',
+      description: null,
+      parent_id: null,
+      parent_external_key: null,
+      is_active: true,
+      valid_to: null,
+      deleted_at: null,
+      tags: [],
+    });
     for (const f of ['valid_from', 'created_at', 'updated_at']) t.match(v[f], TS, f);
     t.notOk('metadata' in v, 'locations have no metadata');
     const got = await api.req('GET', `/api/v1/locations/${v.id}`);
@@ -88,11 +98,31 @@ t.test('locations: create, get, patch, rename, delete', async (t) => {
       ['valid_from empty', { name: 'n', valid_from: '' }, [['valid_from', 'invalid_value']]],
       ['valid_from null', { name: 'n', valid_from: null }, [['valid_from', 'invalid_value']]],
       ['valid_from epoch sentinel', { name: 'n', valid_from: '1970-01-01T00:00:00Z' }, [['valid_from', 'invalid_value']]],
-      ['valid_from year-one sentinel with an offset', { name: 'n', valid_from: '0001-01-01T01:00:00+01:00' }, [['valid_from', 'invalid_value']]],
+      [
+        'valid_from year-one sentinel with an offset',
+        { name: 'n', valid_from: '0001-01-01T01:00:00+01:00' },
+        [['valid_from', 'invalid_value']],
+      ],
       ['valid_to sentinel', { name: 'n', valid_to: '1970-01-01T00:00:00.000Z' }, [['valid_to', 'invalid_value']]],
-      ['valid_to equal to valid_from', { name: 'n', valid_from: '2020-01-01T00:00:00Z', valid_to: '2020-01-01T00:00:00Z' }, [['valid_to', 'invalid_value']]],
-      ['valid_to before valid_from', { name: 'n', valid_from: '2020-01-01T00:00:00Z', valid_to: '2019-01-01T00:00:00Z' }, [['valid_to', 'invalid_value']]],
-      ['several failures at once', { name: '', is_active: 1, metadata: 'x' }, [['metadata', 'unknown_field'], ['name', 'too_short'], ['is_active', 'invalid_value']]],
+      [
+        'valid_to equal to valid_from',
+        { name: 'n', valid_from: '2020-01-01T00:00:00Z', valid_to: '2020-01-01T00:00:00Z' },
+        [['valid_to', 'invalid_value']],
+      ],
+      [
+        'valid_to before valid_from',
+        { name: 'n', valid_from: '2020-01-01T00:00:00Z', valid_to: '2019-01-01T00:00:00Z' },
+        [['valid_to', 'invalid_value']],
+      ],
+      [
+        'several failures at once',
+        { name: '', is_active: 1, metadata: 'x' },
+        [
+          ['metadata', 'unknown_field'],
+          ['name', 'too_short'],
+          ['is_active', 'invalid_value'],
+        ],
+      ],
     ];
     for (const [name, body, expected] of cases) {
       const res = await api.req('POST', '/api/v1/locations', body);
@@ -115,13 +145,37 @@ t.test('locations: create, get, patch, rename, delete', async (t) => {
   t.test('content types and body decoding', async (t) => {
     const v = await api.create({ name: 'Typed' });
     const cases: Array<[string, string, unknown, string | null, number, string, string | undefined]> = [
-      ['POST with merge-patch', 'POST', { name: 'x' }, 'application/merge-patch+json', 415, 'unsupported_media_type', 'Content-Type must be application/json'],
+      [
+        'POST with merge-patch',
+        'POST',
+        { name: 'x' },
+        'application/merge-patch+json',
+        415,
+        'unsupported_media_type',
+        'Content-Type must be application/json',
+      ],
       ['POST without a type', 'POST', { name: 'x' }, null, 415, 'unsupported_media_type', undefined],
       ['POST multipart', 'POST', 'x', 'multipart/form-data; boundary=x', 415, 'unsupported_media_type', undefined],
       ['POST broken JSON', 'POST', '{"name":', 'application/json', 400, 'bad_request', 'Request body is not valid JSON'],
       ['POST array', 'POST', '[]', 'application/json', 400, 'bad_request', 'Request body could not be decoded as the expected type'],
-      ['PATCH with application/json', 'PATCH', { name: 'x' }, 'application/json', 415, 'unsupported_media_type', 'Content-Type must be application/merge-patch+json on PATCH operations'],
-      ['PATCH literal null', 'PATCH', 'null', 'application/merge-patch+json', 400, 'bad_request', 'Request body must be a JSON object (RFC 7396)'],
+      [
+        'PATCH with application/json',
+        'PATCH',
+        { name: 'x' },
+        'application/json',
+        415,
+        'unsupported_media_type',
+        'Content-Type must be application/merge-patch+json on PATCH operations',
+      ],
+      [
+        'PATCH literal null',
+        'PATCH',
+        'null',
+        'application/merge-patch+json',
+        400,
+        'bad_request',
+        'Request body must be a JSON object (RFC 7396)',
+      ],
     ];
     for (const [name, method, body, type, status, errorType, detail] of cases) {
       const path = method === 'POST' ? '/api/v1/locations' : `/api/v1/locations/${v.id}`;
@@ -131,7 +185,12 @@ t.test('locations: create, get, patch, rename, delete', async (t) => {
       if (detail !== undefined) t.equal(res.json.error.detail, detail, name);
       t.notOk(res.json.error.fields, `${name}: no fields[]`);
     }
-    const renameType = await api.req('POST', `/api/v1/locations/${v.id}/rename`, { external_key: 'X' }, { contentType: 'application/merge-patch+json' });
+    const renameType = await api.req(
+      'POST',
+      `/api/v1/locations/${v.id}/rename`,
+      { external_key: 'X' },
+      { contentType: 'application/merge-patch+json' },
+    );
     t.equal(renameType.status, 415);
   });
 
@@ -150,7 +209,13 @@ t.test('locations: create, get, patch, rename, delete', async (t) => {
       ['/api/v1/locations/abc', [['location_id', 'invalid_value']]],
       ['/api/v1/locations/2147483648', [['location_id', 'too_large']]],
       [`/api/v1/locations/${future.id}?include_deleted=true`, [['include_deleted', 'invalid_context']]],
-      [`/api/v1/locations/${future.id}?parent_id=1&zzz=1`, [['parent_id', 'invalid_context'], ['zzz', 'unknown_field']]],
+      [
+        `/api/v1/locations/${future.id}?parent_id=1&zzz=1`,
+        [
+          ['parent_id', 'invalid_context'],
+          ['zzz', 'unknown_field'],
+        ],
+      ],
     ];
     for (const [path, expected] of cases) {
       const r = await api.req('GET', path);
@@ -163,9 +228,20 @@ t.test('locations: create, get, patch, rename, delete', async (t) => {
 
   t.test('PATCH: merge-patch semantics', async (t) => {
     const v = await api.create({ external_key: key('PATCH'), name: 'Before', description: 'd', valid_from: '2020-01-01T00:00:00Z' });
-    const set = await api.req('PATCH', `/api/v1/locations/${v.id}`, { name: 'After', description: null, is_active: false, valid_to: '2999-01-01T00:00:00Z' });
+    const set = await api.req('PATCH', `/api/v1/locations/${v.id}`, {
+      name: 'After',
+      description: null,
+      is_active: false,
+      valid_to: '2999-01-01T00:00:00Z',
+    });
     t.equal(set.status, 200);
-    t.match(set.json.data, { name: 'After', description: null, is_active: false, valid_to: '2999-01-01T00:00:00.000Z', external_key: v.external_key });
+    t.match(set.json.data, {
+      name: 'After',
+      description: null,
+      is_active: false,
+      valid_to: '2999-01-01T00:00:00.000Z',
+      external_key: v.external_key,
+    });
     t.ok(set.json.data.updated_at > v.updated_at, 'updated_at advances');
     const empty = await api.req('PATCH', `/api/v1/locations/${v.id}`, {});
     t.equal(empty.status, 200);

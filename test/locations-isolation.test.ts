@@ -9,7 +9,12 @@ t.test('organizations share no location data; concurrent writes stay consistent'
   const minting = a.otherOrg('Org Mint');
 
   const aRoot = await a.create({ external_key: 'SITE', name: 'Site A' });
-  const aChild = await a.create({ external_key: 'HALL', name: 'Hall A', parent_id: aRoot.id, tags: [{ tag_type: 'rfid', value: 'SHARED-VALUE' }] });
+  const aChild = await a.create({
+    external_key: 'HALL',
+    name: 'Hall A',
+    parent_id: aRoot.id,
+    tags: [{ tag_type: 'rfid', value: 'SHARED-VALUE' }],
+  });
   const aTag = aChild.tags[0];
   const bRoot = await b.create({ external_key: 'SITE', name: 'Site B' });
 
@@ -66,7 +71,10 @@ t.test('organizations share no location data; concurrent writes stay consistent'
   t.test('parallel creates without keys mint distinct lowest LOC- slots', async (t) => {
     const made = await Promise.all(Array.from({ length: 20 }, (_, i) => minting.create({ name: `Minted ${i}` })));
     const minted = made.map((v) => v.external_key).sort();
-    t.same(minted, Array.from({ length: 20 }, (_, i) => `LOC-${String(i + 1).padStart(4, '0')}`));
+    t.same(
+      minted,
+      Array.from({ length: 20 }, (_, i) => `LOC-${String(i + 1).padStart(4, '0')}`),
+    );
     const aFirst = await a.create({ name: 'First minted in A' });
     t.equal(aFirst.external_key, 'LOC-0001', 'each organization has its own namespace');
 
@@ -74,21 +82,31 @@ t.test('organizations share no location data; concurrent writes stay consistent'
     for (const k of ['LOC-0003', 'LOC-0007']) t.equal((await minting.req('DELETE', `/api/v1/locations/${byKey.get(k).id}`)).status, 204);
     await minting.req('POST', `/api/v1/locations/${byKey.get('LOC-0011').id}/rename`, { external_key: 'NAMED' });
     const refill = await Promise.all(Array.from({ length: 4 }, (_, i) => minting.create({ name: `Refill ${i}` })));
-    t.same(refill.map((v) => v.external_key).sort(), ['LOC-0003', 'LOC-0007', 'LOC-0011', 'LOC-0021'], 'freed slots are minted again, lowest first');
+    t.same(
+      refill.map((v) => v.external_key).sort(),
+      ['LOC-0003', 'LOC-0007', 'LOC-0011', 'LOC-0021'],
+      'freed slots are minted again, lowest first',
+    );
     const manual = await minting.req('POST', '/api/v1/locations', { external_key: 'LOC-0022', name: 'Caller took a slot-shaped key' });
     t.equal(manual.status, 201);
     t.equal((await minting.create({ name: 'after manual' })).external_key, 'LOC-0023', 'a live caller-chosen slot key is skipped');
   });
 
   t.test('parallel renames to one key: exactly one wins', async (t) => {
-    const candidates = await Promise.all(Array.from({ length: 8 }, (_, i) => a.create({ external_key: `CAND-${i}`, name: `Candidate ${i}` })));
+    const candidates = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => a.create({ external_key: `CAND-${i}`, name: `Candidate ${i}` })),
+    );
     const results = await Promise.all(candidates.map((c) => a.req('POST', `/api/v1/locations/${c.id}/rename`, { external_key: 'WINNER' })));
     const statuses = results.map((r) => r.status).sort();
     t.same(statuses, [200, 409, 409, 409, 409, 409, 409, 409]);
     for (const r of results.filter((x) => x.status === 409)) t.equal(r.json.error.type, 'conflict');
     const winner = results.find((r) => r.status === 200)!.json.data;
     const holders = await a.req('GET', '/api/v1/locations?external_key=WINNER');
-    t.same(holders.json.data.map((l: { id: number }) => l.id), [winner.id], 'one live holder of the key');
+    t.same(
+      holders.json.data.map((l: { id: number }) => l.id),
+      [winner.id],
+      'one live holder of the key',
+    );
   });
 
   t.test('parallel opposite re-parents cannot build a cycle', async (t) => {

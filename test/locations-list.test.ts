@@ -11,7 +11,12 @@ t.test('location list and tags sub-resource', async (t) => {
   const root = await api.create({ external_key: 'ROOT', name: 'Root' });
   const la = await api.create({ external_key: 'LA', name: 'alpha', parent_id: root.id, description: 'North dock' });
   const lb = await api.create({ external_key: 'LB', name: 'Bravo', parent_id: root.id });
-  const lc = await api.create({ external_key: 'LC', name: 'Charlie', parent_external_key: 'ROOT', tags: [{ tag_type: 'rfid', value: 'E200-TAG-77' }] });
+  const lc = await api.create({
+    external_key: 'LC',
+    name: 'Charlie',
+    parent_external_key: 'ROOT',
+    tags: [{ tag_type: 'rfid', value: 'E200-TAG-77' }],
+  });
   const ld = await api.create({ external_key: 'LD', name: 'Delta', parent_id: la.id });
   await api.create({ external_key: 'INACT', name: 'Inactive', is_active: false });
   await api.create({ external_key: 'FUT', name: 'Future', valid_from: '2999-01-01T00:00:00Z' });
@@ -89,7 +94,13 @@ t.test('location list and tags sub-resource', async (t) => {
 
   t.test('filter rejections', async (t) => {
     const cases: Array<[string, Array<[string, string]>]> = [
-      [`?parent_id=${root.id}&parent_external_key=ROOT`, [['parent_id', 'ambiguous_fields'], ['parent_external_key', 'ambiguous_fields']]],
+      [
+        `?parent_id=${root.id}&parent_external_key=ROOT`,
+        [
+          ['parent_id', 'ambiguous_fields'],
+          ['parent_external_key', 'ambiguous_fields'],
+        ],
+      ],
       ['?external_key=LA,LB', [['external_key', 'invalid_value']]],
       ['?parent_external_key=LA,LB', [['parent_external_key', 'invalid_value']]],
       ['?parent_external_key=a_b', [['parent_external_key', 'invalid_value']]],
@@ -104,7 +115,13 @@ t.test('location list and tags sub-resource', async (t) => {
       ['?offset=-1', [['offset', 'too_small']]],
       ['?offset=2147483648', [['offset', 'too_large']]],
       ['?location_id=1', [['location_id', 'unknown_field']]],
-      ['?colour=red&shade=dark', [['colour', 'unknown_field'], ['shade', 'unknown_field']]],
+      [
+        '?colour=red&shade=dark',
+        [
+          ['colour', 'unknown_field'],
+          ['shade', 'unknown_field'],
+        ],
+      ],
     ];
     for (const [query, expected] of cases) {
       const res = await list(query);
@@ -170,7 +187,13 @@ t.test('location list and tags sub-resource', async (t) => {
     }
     const allowed = await api.req('POST', `/api/v1/locations/${lb.id}/tags`, { tag_type: 'nfc', value: 'x' });
     t.same(allowed.json.error.fields[0].params, { allowed_values: ['rfid', 'ble', 'barcode'] });
-    const inCreate = await api.req('POST', '/api/v1/locations', { name: 'n', tags: [{ tag_type: 'rfid', value: 'ok' }, { tag_type: 'wifi', value: 'x' }] });
+    const inCreate = await api.req('POST', '/api/v1/locations', {
+      name: 'n',
+      tags: [
+        { tag_type: 'rfid', value: 'ok' },
+        { tag_type: 'wifi', value: 'x' },
+      ],
+    });
     t.same(fieldCodes(inCreate), [['tags[1].tag_type', 'invalid_value']]);
     const wide = await api.req('POST', `/api/v1/locations/${lb.id}/tags`, { tag_type: 'barcode', value: 'multi word\twith tab' });
     t.equal(wide.status, 201, 'tag values are wider than the external_key pattern');
@@ -191,7 +214,11 @@ t.test('location list and tags sub-resource', async (t) => {
     t.notOk((await api.req('GET', `/api/v1/locations/${lb.id}`)).json.data.tags.some((x: any) => x.id === tag.id));
     const reattach = await api.req('POST', `/api/v1/locations/${la.id}/tags`, { tag_type: 'ble', value: 'BEACON 1' });
     t.equal(reattach.status, 201, 'a detached tag frees its natural key');
-    t.equal((await api.req('POST', `/api/v1/locations/${del.id}/tags`, { tag_type: 'rfid', value: 'zz' })).status, 404, 'soft-deleted owner');
+    t.equal(
+      (await api.req('POST', `/api/v1/locations/${del.id}/tags`, { tag_type: 'rfid', value: 'zz' })).status,
+      404,
+      'soft-deleted owner',
+    );
     t.equal((await api.req('POST', '/api/v1/locations/2147483647/tags', { tag_type: 'rfid', value: 'zz' })).status, 404, 'missing owner');
     const zero = await api.req('DELETE', `/api/v1/locations/${la.id}/tags/0`);
     t.same(fieldCodes(zero), [['tag_id', 'too_small']]);

@@ -29,11 +29,46 @@ t.test('parent rules 1 to 4', async (t) => {
   });
 
   const rejected: Array<[string, Record<string, unknown>, Array<[string, string]>]> = [
-    ['both naming different parents', { parent_id: p1.id, parent_external_key: p2.external_key }, [['parent_id', 'ambiguous_fields'], ['parent_external_key', 'ambiguous_fields']]],
-    ['id null, key naming a parent', { parent_id: null, parent_external_key: p2.external_key }, [['parent_id', 'ambiguous_fields'], ['parent_external_key', 'ambiguous_fields']]],
-    ['both sent, the id does not resolve', { parent_id: 2147480000, parent_external_key: p2.external_key }, [['parent_id', 'fk_not_found'], ['parent_external_key', 'ambiguous_fields']]],
-    ['both sent, the key does not resolve', { parent_id: p1.id, parent_external_key: 'NO-SUCH-KEY' }, [['parent_id', 'ambiguous_fields'], ['parent_external_key', 'fk_not_found']]],
-    ['both sent, neither resolves', { parent_id: 2147480000, parent_external_key: 'NO-SUCH-KEY' }, [['parent_id', 'fk_not_found'], ['parent_external_key', 'fk_not_found']]],
+    [
+      'both naming different parents',
+      { parent_id: p1.id, parent_external_key: p2.external_key },
+      [
+        ['parent_id', 'ambiguous_fields'],
+        ['parent_external_key', 'ambiguous_fields'],
+      ],
+    ],
+    [
+      'id null, key naming a parent',
+      { parent_id: null, parent_external_key: p2.external_key },
+      [
+        ['parent_id', 'ambiguous_fields'],
+        ['parent_external_key', 'ambiguous_fields'],
+      ],
+    ],
+    [
+      'both sent, the id does not resolve',
+      { parent_id: 2147480000, parent_external_key: p2.external_key },
+      [
+        ['parent_id', 'fk_not_found'],
+        ['parent_external_key', 'ambiguous_fields'],
+      ],
+    ],
+    [
+      'both sent, the key does not resolve',
+      { parent_id: p1.id, parent_external_key: 'NO-SUCH-KEY' },
+      [
+        ['parent_id', 'ambiguous_fields'],
+        ['parent_external_key', 'fk_not_found'],
+      ],
+    ],
+    [
+      'both sent, neither resolves',
+      { parent_id: 2147480000, parent_external_key: 'NO-SUCH-KEY' },
+      [
+        ['parent_id', 'fk_not_found'],
+        ['parent_external_key', 'fk_not_found'],
+      ],
+    ],
     ['missing parent_id', { parent_id: 2147480000 }, [['parent_id', 'fk_not_found']]],
     ['missing parent_external_key', { parent_external_key: 'NO-SUCH-KEY' }, [['parent_external_key', 'fk_not_found']]],
     ['soft-deleted parent by id', { parent_id: dead.id }, [['parent_id', 'fk_not_found']]],
@@ -71,14 +106,25 @@ t.test('parent rules 1 to 4', async (t) => {
     const loc = await api.create({ external_key: key('TOGETHER'), name: 'Together', valid_from: '2020-01-01T00:00:00Z' });
     const res = await api.req('PATCH', `/api/v1/locations/${loc.id}`, { parent_id: 2147480000, valid_to: '2019-01-01T00:00:00Z' });
     t.equal(res.status, 400);
-    t.same(fieldCodes(res), [['parent_id', 'fk_not_found'], ['valid_to', 'invalid_value']]);
+    t.same(fieldCodes(res), [
+      ['parent_id', 'fk_not_found'],
+      ['valid_to', 'invalid_value'],
+    ]);
     t.match(res.json.error.detail, /\(and 1 more validation errors\)$/);
 
     // Failures that need the organization's data are reported with the body's own failures too.
     const post = await api.req('POST', '/api/v1/locations', { name: '', parent_id: 2147480000, colour: 'red' });
-    t.same(fieldCodes(post), [['colour', 'unknown_field'], ['name', 'too_short'], ['parent_id', 'fk_not_found']]);
+    t.same(fieldCodes(post), [
+      ['colour', 'unknown_field'],
+      ['name', 'too_short'],
+      ['parent_id', 'fk_not_found'],
+    ]);
     const bothForms = await api.req('POST', '/api/v1/locations', { name: 7, parent_id: p1.id, parent_external_key: p2.external_key });
-    t.same(fieldCodes(bothForms), [['name', 'invalid_value'], ['parent_id', 'ambiguous_fields'], ['parent_external_key', 'ambiguous_fields']]);
+    t.same(fieldCodes(bothForms), [
+      ['name', 'invalid_value'],
+      ['parent_id', 'ambiguous_fields'],
+      ['parent_external_key', 'ambiguous_fields'],
+    ]);
     const patch = await api.req('PATCH', `/api/v1/locations/${loc.id}`, {
       name: null,
       updated_at: '2001-01-01T00:00:00Z',
@@ -112,14 +158,24 @@ t.test('parent rules 1 to 4', async (t) => {
     }
     await api.req('PATCH', `/api/v1/locations/${loc.id}`, { parent_id: p1.id });
     const kids = await api.req('GET', `/api/v1/locations/${p1.id}/children`);
-    t.ok(kids.json.data.some((l: { id: number }) => l.id === loc.id), 'now listed under its new parent');
+    t.ok(
+      kids.json.data.some((l: { id: number }) => l.id === loc.id),
+      'now listed under its new parent',
+    );
     const old = await api.req('GET', `/api/v1/locations/${p2.id}/children`);
-    t.notOk(old.json.data.some((l: { id: number }) => l.id === loc.id), 'and no longer under the old one');
+    t.notOk(
+      old.json.data.some((l: { id: number }) => l.id === loc.id),
+      'and no longer under the old one',
+    );
   });
 
   t.test('PATCH: a value equal to the current state is accepted', async (t) => {
     const loc = await api.create({ external_key: key('SAME'), name: 'Same parent', parent_id: p1.id });
-    for (const patch of [{ parent_id: p1.id }, { parent_external_key: p1.external_key }, { parent_id: p1.id, parent_external_key: p1.external_key }]) {
+    for (const patch of [
+      { parent_id: p1.id },
+      { parent_external_key: p1.external_key },
+      { parent_id: p1.id, parent_external_key: p1.external_key },
+    ]) {
       const res = await api.req('PATCH', `/api/v1/locations/${loc.id}`, patch);
       t.equal(res.status, 200, JSON.stringify(patch));
       t.equal(res.json.data.parent_id, p1.id);
@@ -172,6 +228,9 @@ t.test('parent rules 1 to 4', async (t) => {
     const nowOk = await api.req('PATCH', `/api/v1/locations/${a.id}`, { parent_id: c.id });
     t.equal(nowOk.status, 200, 'a is no longer above c, so c may become its parent');
     const anc = await api.req('GET', `/api/v1/locations/${a.id}/ancestors`);
-    t.same(anc.json.data.map((l: { id: number }) => l.id), [b.id, c.id]);
+    t.same(
+      anc.json.data.map((l: { id: number }) => l.id),
+      [b.id, c.id],
+    );
   });
 });

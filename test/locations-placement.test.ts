@@ -41,7 +41,11 @@ t.test('location delete and assets placed by scans', async (t) => {
   await scan('YARD', 'rfid:T-FORK');
   t.equal((await api.req('DELETE', `/api/v1/locations/${dock.id}`)).status, 409, 'the pallet is still placed there');
   t.equal((await api.req('DELETE', `/api/v1/assets/${pallet.id}`)).status, 204);
-  t.equal((await api.req('DELETE', `/api/v1/locations/${dock.id}`)).status, 204, 'soft-deleted assets do not block; moved ones no longer count');
+  t.equal(
+    (await api.req('DELETE', `/api/v1/locations/${dock.id}`)).status,
+    204,
+    'soft-deleted assets do not block; moved ones no longer count',
+  );
   t.equal((await api.req('DELETE', `/api/v1/locations/${yard.id}`)).status, 409, 'the forklift now blocks the yard');
   t.equal(forklift.external_key, 'FORKLIFT');
 });

@@ -30,7 +30,7 @@ function seed(file: string, orgId: number): void {
 
 t.test('tree endpoints on 10,000-node trees', async (t) => {
   // One shard, so the organization's rows live in shard-0.sqlite.
-  const api = await startLocations(t, 'Scale Org', { env: { SHARDS: '1', RATE_LIMIT_PER_MIN: '1000000'} });
+  const api = await startLocations(t, 'Scale Org', { env: { SHARDS: '1', RATE_LIMIT_PER_MIN: '1000000' } });
   await api.trackd.stop();
   seed(path.join(api.trackd.dataDir, 'shards', 'shard-0.sqlite'), api.orgId);
   await api.trackd.restart();
@@ -53,25 +53,45 @@ t.test('tree endpoints on 10,000-node trees', async (t) => {
   }
   const ids = (res: { json: any }) => res.json.data.map((l: { id: number }) => l.id);
 
-  const anc = await timed('ancestors of the deepest chain node (9,999 ancestors), first page', 'GET', `/api/v1/locations/${DEEP + N - 1}/ancestors?limit=200`);
+  const anc = await timed(
+    'ancestors of the deepest chain node (9,999 ancestors), first page',
+    'GET',
+    `/api/v1/locations/${DEEP + N - 1}/ancestors?limit=200`,
+  );
   t.equal(anc.json.total_count, N - 1);
   t.same(ids(anc).slice(0, 3), [DEEP, DEEP + 1, DEEP + 2], 'root first');
   const ancLast = await timed('ancestors, last page', 'GET', `/api/v1/locations/${DEEP + N - 1}/ancestors?limit=200&offset=${N - 1 - 1}`);
   t.same(ids(ancLast), [DEEP + N - 2], 'the parent closes the chain');
 
-  const deepDesc = await timed('descendants of the chain root (9,999 deep), first page', 'GET', `/api/v1/locations/${DEEP}/descendants?limit=200`);
+  const deepDesc = await timed(
+    'descendants of the chain root (9,999 deep), first page',
+    'GET',
+    `/api/v1/locations/${DEEP}/descendants?limit=200`,
+  );
   t.equal(deepDesc.json.total_count, N - 1);
   t.same(ids(deepDesc).slice(0, 3), [DEEP + 1, DEEP + 2, DEEP + 3]);
-  const deepLast = await timed('descendants of the chain root, last page', 'GET', `/api/v1/locations/${DEEP}/descendants?limit=200&offset=${N - 2}`);
+  const deepLast = await timed(
+    'descendants of the chain root, last page',
+    'GET',
+    `/api/v1/locations/${DEEP}/descendants?limit=200&offset=${N - 2}`,
+  );
   t.same(ids(deepLast), [DEEP + N - 1]);
 
   const kids = await timed('children of the fan-out root (9,999), first page', 'GET', `/api/v1/locations/${WIDE}/children?limit=200`);
   t.equal(kids.json.total_count, N - 1);
   t.same(ids(kids).slice(0, 2), [WIDE + N - 1, WIDE + N - 2], 'by name, not by id');
-  const kidsLast = await timed('children of the fan-out root, last page', 'GET', `/api/v1/locations/${WIDE}/children?limit=200&offset=${N - 2}`);
+  const kidsLast = await timed(
+    'children of the fan-out root, last page',
+    'GET',
+    `/api/v1/locations/${WIDE}/children?limit=200&offset=${N - 2}`,
+  );
   t.same(ids(kidsLast), [WIDE + 1]);
 
-  const wideDesc = await timed('descendants of the fan-out root (9,999 wide), first page', 'GET', `/api/v1/locations/${WIDE}/descendants?limit=200`);
+  const wideDesc = await timed(
+    'descendants of the fan-out root (9,999 wide), first page',
+    'GET',
+    `/api/v1/locations/${WIDE}/descendants?limit=200`,
+  );
   t.equal(wideDesc.json.total_count, N - 1);
   t.same(ids(wideDesc).slice(0, 2), [WIDE + 1, WIDE + 2], 'siblings by id');
 
@@ -83,26 +103,46 @@ t.test('tree endpoints on 10,000-node trees', async (t) => {
     timings.push(`${label}, one request: ${(performance.now() - started).toFixed(1)} ms`);
     return res;
   }
-  const rename = await once('rename of the chain root (counts 9,999 descendants)', 'POST', `/api/v1/locations/${DEEP}/rename`, { external_key: 'DEEP-RENAMED' });
+  const rename = await once('rename of the chain root (counts 9,999 descendants)', 'POST', `/api/v1/locations/${DEEP}/rename`, {
+    external_key: 'DEEP-RENAMED',
+  });
   t.equal(rename.json.descendant_count_affected, N - 1);
   const baseline = await timed('baseline: GET one location by id', 'GET', `/api/v1/locations/${DEEP}`);
   t.equal(baseline.status, 200);
-  const cycle = await timed('re-parent the chain root under its deepest node (409 after a 10,000-step walk)', 'PATCH', `/api/v1/locations/${DEEP}`, {
-    parent_id: DEEP + N - 1,
-  });
+  const cycle = await timed(
+    're-parent the chain root under its deepest node (409 after a 10,000-step walk)',
+    'PATCH',
+    `/api/v1/locations/${DEEP}`,
+    {
+      parent_id: DEEP + N - 1,
+    },
+  );
   t.equal(cycle.status, 409);
-  const move = await once('re-parent a mid-chain node (5,000 deep, 4,999 below it) under a fan-out child', 'PATCH', `/api/v1/locations/${mid}`, { parent_id: WIDE + 1 });
+  const move = await once(
+    're-parent a mid-chain node (5,000 deep, 4,999 below it) under a fan-out child',
+    'PATCH',
+    `/api/v1/locations/${mid}`,
+    { parent_id: WIDE + 1 },
+  );
   t.equal(move.status, 200);
   const blocked = await timed('delete of the fan-out root (409: has children)', 'DELETE', `/api/v1/locations/${WIDE}`);
   t.equal(blocked.status, 409);
-  const list = await timed('list filtered by parent_id of the fan-out root, first page', 'GET', `/api/v1/locations?parent_id=${WIDE}&limit=200`);
+  const list = await timed(
+    'list filtered by parent_id of the fan-out root, first page',
+    'GET',
+    `/api/v1/locations?parent_id=${WIDE}&limit=200`,
+  );
   t.equal(list.json.total_count, N - 1);
 
   const all = await timed('list of 20,000 locations, default sort, first page', 'GET', '/api/v1/locations?limit=200');
   t.equal(all.json.total_count, 2 * N);
   const byName = await timed('list sorted by -name, first page', 'GET', '/api/v1/locations?sort=-name&limit=200');
   t.equal(byName.json.data[0].name, 'Wide root');
-  const deepPage = await timed('list sorted by created_at, page at offset 19,800', 'GET', '/api/v1/locations?sort=created_at&limit=200&offset=19800');
+  const deepPage = await timed(
+    'list sorted by created_at, page at offset 19,800',
+    'GET',
+    '/api/v1/locations?sort=created_at&limit=200&offset=19800',
+  );
   t.equal(deepPage.json.data.length, 200);
   const q = await timed('list with q over 20,000 locations', 'GET', '/api/v1/locations?q=child%2009999');
   t.equal(q.json.total_count, 1);

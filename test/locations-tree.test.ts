@@ -35,7 +35,11 @@ t.test('tree endpoints', async (t) => {
     const res = await api.req('GET', `/api/v1/locations/${root.id}/children`);
     t.same(ids(res), [a.id, b.id], 'Alpha before Bravo although Bravo has the smaller id');
     const same = await api.req('GET', `/api/v1/locations/${b.id}/children`);
-    t.same(ids(same), [b2.id, b1.id].sort((x, y) => x - y), 'equal names ordered by id');
+    t.same(
+      ids(same),
+      [b2.id, b1.id].sort((x, y) => x - y),
+      'equal names ordered by id',
+    );
     t.equal(same.json.total_count, 2);
     const leaf = await api.req('GET', `/api/v1/locations/${a11.id}/children`);
     t.same(leaf.json.data, []);
@@ -70,9 +74,19 @@ t.test('tree endpoints', async (t) => {
       t.equal(res.json.error.fields[0].message, 'sort parameter not supported on this endpoint');
       t.equal(res.json.error.detail, 'sort parameter not supported on this endpoint');
       const q = await api.req('GET', `/api/v1/locations/${root.id}/${name}?q=x&bogus=1`);
-      t.same(fieldCodes(q), [['q', 'unknown_field'], ['bogus', 'unknown_field']], `${name}: another list's filter and an unknown key`);
+      t.same(
+        fieldCodes(q),
+        [
+          ['q', 'unknown_field'],
+          ['bogus', 'unknown_field'],
+        ],
+        `${name}: another list's filter and an unknown key`,
+      );
       const big = await api.req('GET', `/api/v1/locations/${root.id}/${name}?limit=201&offset=-1`);
-      t.same(fieldCodes(big), [['limit', 'too_large'], ['offset', 'too_small']]);
+      t.same(fieldCodes(big), [
+        ['limit', 'too_large'],
+        ['offset', 'too_small'],
+      ]);
     }
   });
 
@@ -97,7 +111,11 @@ t.test('tree endpoints', async (t) => {
     t.same(ids(await api.req('GET', `/api/v1/locations/${top.id}/descendants`)), [under.id]);
     t.same(ids(await api.req('GET', `/api/v1/locations/${top.id}/children`)), []);
     t.same(ids(await api.req('GET', `/api/v1/locations/${under.id}/ancestors`)), [top.id]);
-    t.same(keys(await api.req('GET', `/api/v1/locations/${future.id}/children`)), [under.external_key], 'by-id subject skips the temporal rule');
+    t.same(
+      keys(await api.req('GET', `/api/v1/locations/${future.id}/children`)),
+      [under.external_key],
+      'by-id subject skips the temporal rule',
+    );
   });
 
   t.test('HEAD answers like GET without a body', async (t) => {

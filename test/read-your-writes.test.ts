@@ -40,7 +40,10 @@ async function client(trackd: Trackd, token: string, c: number, tally: Tally): P
     const value = `RW${c}X${i}`;
     await req('GET', `/api/v1/assets/${asset.id}`);
     const tag = (await ok('POST', `/api/v1/assets/${asset.id}/tags`, { tag_type: 'barcode', value })).data;
-    check(`attach ${value}`, (await ok('GET', `/api/v1/assets/${asset.id}`)).data.tags.some((x: { id: number }) => x.id === tag.id));
+    check(
+      `attach ${value}`,
+      (await ok('GET', `/api/v1/assets/${asset.id}`)).data.tags.some((x: { id: number }) => x.id === tag.id),
+    );
     await ok('DELETE', `/api/v1/assets/${asset.id}/tags/${tag.id}`);
     check(`detach ${value}`, !(await ok('GET', `/api/v1/assets/${asset.id}`)).data.tags.some((x: { id: number }) => x.id === tag.id));
 

@@ -21,10 +21,14 @@ t.test('trackd killed (SIGKILL) in the middle of a replay and restarted: the res
   replay.stderr.on('data', (d: Buffer) => (output += d.toString()));
   const replayed = new Promise<number | null>((resolve) => replay.once('close', resolve));
 
-  const appliedBeforeKill = await eventually(async () => {
-    const n = await metricSum(trackd, 'trackd_scans_applied_total', 'stream="READERS"');
-    return n >= 100 ? n : undefined;
-  }, 30_000, 10);
+  const appliedBeforeKill = await eventually(
+    async () => {
+      const n = await metricSum(trackd, 'trackd_scans_applied_total', 'stream="READERS"');
+      return n >= 100 ? n : undefined;
+    },
+    30_000,
+    10,
+  );
   await trackd.stop('SIGKILL');
   t.ok(appliedBeforeKill < 2521, `killed after ${appliedBeforeKill} of 2521 messages`);
   await trackd.restart();

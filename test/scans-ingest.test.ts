@@ -48,12 +48,42 @@ async function reportRow(assetId: number) {
 }
 
 t.test('a scan published with the CLI becomes the current location; unknown tags and location tags are skipped and counted', async (t) => {
-  const before = { applied: await applied(), unknown: await metric(trackd, 'trackd_scan_reads_skipped_total', 'reason="unknown_tag"'), onLocation: await metric(trackd, 'trackd_scan_reads_skipped_total', 'reason="location_tag"') };
-  const published = trackd.cli(['scans', 'publish', '--org', String(org.id), '--location', 'DOCK-1', '--tag', 'rfid:C1', '--tag', 'rfid:NOPE', '--tag', 'rfid:LOC-TAG-2']);
+  const before = {
+    applied: await applied(),
+    unknown: await metric(trackd, 'trackd_scan_reads_skipped_total', 'reason="unknown_tag"'),
+    onLocation: await metric(trackd, 'trackd_scan_reads_skipped_total', 'reason="location_tag"'),
+  };
+  const published = trackd.cli([
+    'scans',
+    'publish',
+    '--org',
+    String(org.id),
+    '--location',
+    'DOCK-1',
+    '--tag',
+    'rfid:C1',
+    '--tag',
+    'rfid:NOPE',
+    '--tag',
+    'rfid:LOC-TAG-2',
+  ]);
   t.match(published, { event_id: /^[0-9A-Z]{26}$/, stream: 'SCANS', seq: Number });
   const row = await eventually(async () => (await reportRow(ids.assets['CLI-1'])) ?? false);
-  t.same(Object.keys(row).sort(), ['asset_deleted_at', 'asset_external_key', 'asset_id', 'asset_last_seen', 'location_external_key', 'location_id']);
-  t.match(row, { asset_id: ids.assets['CLI-1'], asset_external_key: 'CLI-1', location_id: ids.locations['DOCK-1'], location_external_key: 'DOCK-1', asset_deleted_at: null });
+  t.same(Object.keys(row).sort(), [
+    'asset_deleted_at',
+    'asset_external_key',
+    'asset_id',
+    'asset_last_seen',
+    'location_external_key',
+    'location_id',
+  ]);
+  t.match(row, {
+    asset_id: ids.assets['CLI-1'],
+    asset_external_key: 'CLI-1',
+    location_id: ids.locations['DOCK-1'],
+    location_external_key: 'DOCK-1',
+    asset_deleted_at: null,
+  });
   t.match(row.asset_last_seen, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   t.equal(await applied(), before.applied + 1);
   t.equal(await metric(trackd, 'trackd_scan_reads_skipped_total', 'reason="unknown_tag"'), before.unknown + 1);
@@ -193,7 +223,10 @@ t.test('tag resolution follows master data: a tag attached after an unknown read
   await publish(nc, subject, scanBody('DOCK-1', ['rfid:LATE-1'], at(base, 0)));
   await untilApplied(before.applied + 1);
   t.equal(await skipped(), before.skipped + 1);
-  const attached = await trackd.request('POST', `/api/v1/assets/${asset}/tags`, { token: admin, body: { tag_type: 'rfid', value: 'LATE-1' } });
+  const attached = await trackd.request('POST', `/api/v1/assets/${asset}/tags`, {
+    token: admin,
+    body: { tag_type: 'rfid', value: 'LATE-1' },
+  });
   t.equal(attached.status, 201);
   await publish(nc, subject, scanBody('DOCK-2', ['rfid:LATE-1'], at(base, 10)));
   await untilApplied(before.applied + 2);
@@ -209,16 +242,22 @@ t.test('HISTORY_GAP_SECONDS=0 records every scan as its own event', async (t) =>
   const raw = await startTrackd(t, { env: { HISTORY_GAP_SECONDS: '0', SHARDS: '1' } });
   const rawOrg = raw.createOrg('Raw');
   const rawToken = raw.createKey(rawOrg.id).token;
-  const rawIds = await seed(raw, rawToken, { locations: [{ external_key: 'DOCK-1' }], assets: [{ external_key: 'RAW-1', tags: ['rfid:R1'] }] });
+  const rawIds = await seed(raw, rawToken, {
+    locations: [{ external_key: 'DOCK-1' }],
+    assets: [{ external_key: 'RAW-1', tags: ['rfid:R1'] }],
+  });
   const rawNc = await natsClient(t, raw.natsUrl);
   const base = Date.now() - 600_000;
   for (const s of [0, 1, 2, 1]) await publish(rawNc, `scans.${rawOrg.id}.fixed`, scanBody('DOCK-1', ['rfid:R1'], at(base, s)));
   await eventually(async () => (await metric(raw, 'trackd_scans_applied_total')) === 4);
   const res = await raw.request('GET', `/api/v1/assets/${rawIds.assets['RAW-1']}/history?sort=event_observed_at`, { token: rawToken });
-  t.same(res.json.data.map((e: any) => [e.event_observed_at, e.read_count]), [
-    [at(base, 0).toISOString(), 1],
-    [at(base, 1).toISOString(), 1],
-    [at(base, 1).toISOString(), 1],
-    [at(base, 2).toISOString(), 1],
-  ]);
+  t.same(
+    res.json.data.map((e: any) => [e.event_observed_at, e.read_count]),
+    [
+      [at(base, 0).toISOString(), 1],
+      [at(base, 1).toISOString(), 1],
+      [at(base, 1).toISOString(), 1],
+      [at(base, 2).toISOString(), 1],
+    ],
+  );
 });

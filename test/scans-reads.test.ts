@@ -70,7 +70,14 @@ t.test('report sorts', async (t) => {
     type: 'validation_error',
     detail: 'unknown sort field: name',
     instance: '/api/v1/reports/asset-locations',
-    fields: [{ field: 'sort', code: 'invalid_value', message: 'unknown sort field: name', params: { allowed_values: ['asset_last_seen', 'asset_external_key', 'location_external_key'] } }],
+    fields: [
+      {
+        field: 'sort',
+        code: 'invalid_value',
+        message: 'unknown sort field: name',
+        params: { allowed_values: ['asset_last_seen', 'asset_external_key', 'location_external_key'] },
+      },
+    ],
   });
 });
 
@@ -99,11 +106,20 @@ t.test('report filters: repeatable any-of, pairs are ambiguous, different pairs 
     ],
   });
   const assetPair = await get(`${path}?asset_id=${ids.assets['R-1']}&asset_external_key=R-1`);
-  t.same(assetPair.json.error.fields.map((f: any) => [f.field, f.code]), [['asset_id', 'ambiguous_fields'], ['asset_external_key', 'ambiguous_fields']]);
+  t.same(
+    assetPair.json.error.fields.map((f: any) => [f.field, f.code]),
+    [
+      ['asset_id', 'ambiguous_fields'],
+      ['asset_external_key', 'ambiguous_fields'],
+    ],
+  );
   const comma = await get(`${path}?asset_external_key=R-1,R-2`);
   t.equal(comma.json.error.fields[0].code, 'invalid_value');
   const unknown = await get(`${path}?colour=red`);
-  t.same(unknown.json.error.fields.map((f: any) => [f.field, f.code]), [['colour', 'unknown_field']]);
+  t.same(
+    unknown.json.error.fields.map((f: any) => [f.field, f.code]),
+    [['colour', 'unknown_field']],
+  );
 });
 
 t.test('report paging', async (t) => {
@@ -113,7 +129,10 @@ t.test('report paging', async (t) => {
   t.same([keys(second), second.limit, second.offset, second.total_count], [['R-2'], 2, 2, 3]);
   t.same((await report('?offset=10')).data, []);
   const big = await get('/api/v1/reports/asset-locations?limit=201');
-  t.same(big.json.error.fields.map((f: any) => [f.field, f.code]), [['limit', 'too_large']]);
+  t.same(
+    big.json.error.fields.map((f: any) => [f.field, f.code]),
+    [['limit', 'too_large']],
+  );
 });
 
 t.test('history: visits with the joined location and its tags; from/to; sort; paging', async (t) => {
@@ -131,15 +150,34 @@ t.test('history: visits with the joined location and its tags; from/to; sort; pa
   );
   t.equal(res.json.total_count, 3);
   const lb = res.json.data[1];
-  t.same(lb.location, { id: ids.locations['L-B'], external_key: 'L-B', name: 'L-B', parent_id: null, is_active: true, tags: [{ id: lb.location.tags[0].id, tag_type: 'ble', value: 'LB-BEACON' }] });
+  t.same(lb.location, {
+    id: ids.locations['L-B'],
+    external_key: 'L-B',
+    name: 'L-B',
+    parent_id: null,
+    is_active: true,
+    tags: [{ id: lb.location.tags[0].id, tag_type: 'ble', value: 'LB-BEACON' }],
+  });
   t.equal(lb.location_id, ids.locations['L-B']);
   t.equal(lb.asset_id, asset);
   const asc = await get(`/api/v1/assets/${asset}/history?sort=event_observed_at`);
-  t.same(asc.json.data.map((e: any) => e.event_observed_at), [at(0), at(1000), at(5000)]);
-  const window = await get(`/api/v1/assets/${asset}/history?from=${encodeURIComponent(at(1000))}&to=${encodeURIComponent('2026-11-01T10:23:20+01:00')}`);
-  t.same(window.json.data.map((e: any) => e.event_observed_at), [at(5000), at(1000)], 'from and to are inclusive and take any offset');
+  t.same(
+    asc.json.data.map((e: any) => e.event_observed_at),
+    [at(0), at(1000), at(5000)],
+  );
+  const window = await get(
+    `/api/v1/assets/${asset}/history?from=${encodeURIComponent(at(1000))}&to=${encodeURIComponent('2026-11-01T10:23:20+01:00')}`,
+  );
+  t.same(
+    window.json.data.map((e: any) => e.event_observed_at),
+    [at(5000), at(1000)],
+    'from and to are inclusive and take any offset',
+  );
   const paged = await get(`/api/v1/assets/${asset}/history?limit=1&offset=1`);
-  t.same([paged.json.data.map((e: any) => e.event_observed_at), paged.json.total_count, paged.json.limit, paged.json.offset], [[at(1000)], 3, 1, 1]);
+  t.same(
+    [paged.json.data.map((e: any) => e.event_observed_at), paged.json.total_count, paged.json.limit, paged.json.offset],
+    [[at(1000)], 3, 1, 1],
+  );
 });
 
 t.test('history errors: unknown or foreign asset 404, bad ids, bad bounds', async (t) => {
@@ -153,9 +191,15 @@ t.test('history errors: unknown or foreign asset 404, bad ids, bad bounds', asyn
   t.equal(zero.status, 400);
   t.equal(zero.json.error.fields[0].field, 'asset_id');
   const badFrom = await get(`/api/v1/assets/${ids.assets['R-1']}/history?from=2026-11-01`);
-  t.same(badFrom.json.error.fields.map((f: any) => [f.field, f.code]), [['from', 'invalid_value']]);
+  t.same(
+    badFrom.json.error.fields.map((f: any) => [f.field, f.code]),
+    [['from', 'invalid_value']],
+  );
   const reversed = await get(`/api/v1/assets/${ids.assets['R-1']}/history?from=${at(10)}&to=${at(5)}`);
-  t.same(reversed.json.error.fields.map((f: any) => [f.field, f.code]), [['to', 'invalid_value']]);
+  t.same(
+    reversed.json.error.fields.map((f: any) => [f.field, f.code]),
+    [['to', 'invalid_value']],
+  );
   const sentinel = await get(`/api/v1/assets/${ids.assets['R-1']}/history?to=1970-01-01T00:00:00Z`);
   t.match(sentinel.json.error.fields[0], { field: 'to', code: 'invalid_value', message: /sentinel/ });
 });
@@ -172,7 +216,14 @@ t.test('scope tracking:read guards both reads and is published in the OpenAPI do
   t.same(reportOp['x-required-scopes'], ['tracking:read']);
   t.same(historyOp['x-required-scopes'], ['tracking:read']);
   const item = reportOp.responses['200'].content['application/json'].schema.properties.data.items;
-  t.same(item.required.sort(), ['asset_deleted_at', 'asset_external_key', 'asset_id', 'asset_last_seen', 'location_external_key', 'location_id']);
+  t.same(item.required.sort(), [
+    'asset_deleted_at',
+    'asset_external_key',
+    'asset_id',
+    'asset_last_seen',
+    'location_external_key',
+    'location_id',
+  ]);
   t.equal(item.properties.location_external_key.nullable, true);
   const event = historyOp.responses['200'].content['application/json'].schema.properties.data.items;
   t.ok(event.properties.event_observed_at && event.properties.location);
@@ -188,11 +239,20 @@ t.test('soft-deletes: include_deleted shows deleted assets; a deleted location l
   t.match(withDeleted.data[0].asset_deleted_at, /^\d{4}-.*\.\d{3}Z$/);
   // R-2 sits at L-B: the location cannot go while a live asset is placed there.
   const blocked = await trackd.request('DELETE', `/api/v1/locations/${ids.locations['L-B']}`, { token: admin });
-  expectError(t, blocked, { status: 409, type: 'conflict', instance: `/api/v1/locations/${ids.locations['L-B']}`, detail: /^location has assets placed at it/ });
+  expectError(t, blocked, {
+    status: 409,
+    type: 'conflict',
+    instance: `/api/v1/locations/${ids.locations['L-B']}`,
+    detail: /^location has assets placed at it/,
+  });
   // L-A holds only the deleted R-3 now.
   t.equal((await trackd.request('DELETE', `/api/v1/locations/${ids.locations['L-A']}`, { token: admin })).status, 204);
   const row = (await report('?include_deleted=true&asset_external_key=R-3')).data[0];
   t.same([row.location_id, row.location_external_key], [ids.locations['L-A'], null]);
   const history = await get(`/api/v1/assets/${ids.assets['R-1']}/history?sort=event_observed_at`);
-  t.same([history.json.data[0].location_id, history.json.data[0].location], [ids.locations['L-A'], null], 'the joined location follows the currently-effective rule');
+  t.same(
+    [history.json.data[0].location_id, history.json.data[0].location],
+    [ids.locations['L-A'], null],
+    'the joined location follows the currently-effective rule',
+  );
 });

@@ -12,7 +12,9 @@ async function publishRange(nc: NatsConnection, orgId: number, from: number, to:
   for (let i = from; i < to; i += 200) {
     const chunk: Promise<unknown>[] = [];
     for (let j = i; j < Math.min(i + 200, to); j++) {
-      chunk.push(publish(nc, `scans.${orgId}.fixed`, scanBody('DOCK-1', ['rfid:K1', 'rfid:K2'], new Date(BASE + j), { event_id: `evt-${j}` })));
+      chunk.push(
+        publish(nc, `scans.${orgId}.fixed`, scanBody('DOCK-1', ['rfid:K1', 'rfid:K2'], new Date(BASE + j), { event_id: `evt-${j}` })),
+      );
     }
     await Promise.all(chunk);
     onProgress?.(i);
@@ -47,10 +49,14 @@ t.test('kill -9 while a backlog drains: after restart every scan is in the histo
   await publishRange(nc, org.id, 0, total);
   await trackd.restart();
   // Kill as soon as the consumer is seen applying: it holds delivered, unacked messages then.
-  const appliedAtKill = await eventually(async () => {
-    const n = await metric(trackd, 'trackd_scans_applied_total');
-    return n > 0 ? n : false;
-  }, 20_000, 5);
+  const appliedAtKill = await eventually(
+    async () => {
+      const n = await metric(trackd, 'trackd_scans_applied_total');
+      return n > 0 ? n : false;
+    },
+    20_000,
+    5,
+  );
   trackd.process.kill('SIGKILL');
   t.ok(appliedAtKill < total, `killed mid-drain (${appliedAtKill} of ${total} applied)`);
   await eventually(() => trackd.process.signalCode !== null, 5000);
@@ -76,10 +82,14 @@ t.test('a nats-server restart while a backlog drains: the consumer reconnects an
   await trackd.stop();
   await publishRange(nc, org.id, 0, total);
   await trackd.restart();
-  const appliedAtStop = await eventually(async () => {
-    const n = await metric(trackd, 'trackd_scans_applied_total');
-    return n > 0 ? n : false;
-  }, 20_000, 5);
+  const appliedAtStop = await eventually(
+    async () => {
+      const n = await metric(trackd, 'trackd_scans_applied_total');
+      return n > 0 ? n : false;
+    },
+    20_000,
+    5,
+  );
   await nats.stop();
   t.ok(appliedAtStop < total, `nats-server stopped mid-drain (${appliedAtStop} of ${total} applied)`);
   await eventually(async () => (await trackd.request('GET', '/readyz')).status === 503, 10_000);

@@ -22,7 +22,10 @@ t.test('a parked tag read again and again keeps the event-id table bounded by EV
   const trackd = await startTrackd(t, { env: { EVENT_ID_RETENTION_SECONDS: '1' } });
   const org = trackd.createOrg('Retention Org');
   const admin = trackd.createKey(org.id).token;
-  const ids = await seed(trackd, admin, { locations: [{ external_key: 'SHELF-1' }], assets: [{ external_key: 'PARKED', tags: ['rfid:P1'] }] });
+  const ids = await seed(trackd, admin, {
+    locations: [{ external_key: 'SHELF-1' }],
+    assets: [{ external_key: 'PARKED', tags: ['rfid:P1'] }],
+  });
   const nc = await natsClient(t, trackd.natsUrl);
   const subject = `scans.${org.id}.fixed`;
   const applied = () => metric(trackd, 'trackd_scans_applied_total');

@@ -32,20 +32,42 @@ t.test('a lane gathers only while a backlog keeps arriving below the limits and 
 });
 
 t.test('settling: redeliveries ack as a whole, unknown locations dead-letter once with every reason', async (t) => {
-  const msg = (name: string, scans: number, labelKey = 'a') => ({ name, items: new Array(scans).fill(0), labels: { source: labelKey }, labelKey });
-  const applied = (reads: number, unknownTags = 0, locationTags = 0): ScanOutcome => ({ kind: 'applied', readsApplied: reads, unknownTags, locationTags });
+  const msg = (name: string, scans: number, labelKey = 'a') => ({
+    name,
+    items: new Array(scans).fill(0),
+    labels: { source: labelKey },
+    labelKey,
+  });
+  const applied = (reads: number, unknownTags = 0, locationTags = 0): ScanOutcome => ({
+    kind: 'applied',
+    readsApplied: reads,
+    unknownTags,
+    locationTags,
+  });
   const dead = (detail: string): ScanOutcome => ({ kind: 'dead', reason: 'unknown_location', detail });
   const batch = [msg('re', 2), msg('ok', 1), msg('dup', 1), msg('mixed', 3, 'b'), msg('deadOnly', 1, 'b')];
   const outcomes: ScanOutcome[] = [
-    { kind: 'redelivered' }, applied(9),
+    { kind: 'redelivered' },
+    applied(9),
     applied(2, 1, 1),
     { kind: 'duplicate' },
-    applied(3), dead('X unknown'), dead('X unknown'),
+    applied(3),
+    dead('X unknown'),
+    dead('X unknown'),
     dead('Y unknown'),
   ];
   const s = settleOutcomes(batch, outcomes);
-  t.same(s.ack.map((m) => m.name), ['re', 'ok', 'dup']);
-  t.same(s.dead.map((d) => [d.message.name, d.detail]), [['mixed', 'X unknown'], ['deadOnly', 'Y unknown']]);
+  t.same(
+    s.ack.map((m) => m.name),
+    ['re', 'ok', 'dup'],
+  );
+  t.same(
+    s.dead.map((d) => [d.message.name, d.detail]),
+    [
+      ['mixed', 'X unknown'],
+      ['deadOnly', 'Y unknown'],
+    ],
+  );
   t.same(s.tallies, [
     { labels: { source: 'a' }, applied: 1, redelivered: 1, duplicate: 1, reads: 2, unknownTags: 1, locationTags: 1 },
     { labels: { source: 'b' }, applied: 1, redelivered: 0, duplicate: 0, reads: 3, unknownTags: 0, locationTags: 0 },
@@ -68,7 +90,11 @@ t.test('visits: extend within the gap, move otherwise, late reads go to history 
   ];
   for (const [name, visit, at, location, gapMs, kind] of cases) t.equal(visitStep(visit, at, location, gapMs).kind, kind, name);
   t.same(visitStep(open, 9_000, 2, gap), { kind: 'move', closeOpen: true }, 'an extended visit gets its figures written when it closes');
-  t.same(visitStep({ ...open, visitReadCount: 1, lastSeenAt: 1_000 }, 9_000, 2, gap), { kind: 'move', closeOpen: false }, 'a single-read visit is already written');
+  t.same(
+    visitStep({ ...open, visitReadCount: 1, lastSeenAt: 1_000 }, 9_000, 2, gap),
+    { kind: 'move', closeOpen: false },
+    'a single-read visit is already written',
+  );
 
   const before = { id: 7, locationId: 2, lastSeenAt: 800 };
   t.equal(extendsEarlier(before, 9, 1_000, 2, gap), true, 'same place, within the gap after it');

@@ -27,9 +27,24 @@ t.test('asset tags sub-resource', async (t) => {
     const cases: Array<[string, unknown, Array<[string, string]>, Record<string, unknown>?]> = [
       ['tag_type omitted', { value: 'V' }, [['tag_type', 'required']]],
       ['tag_type null', { tag_type: null, value: 'V' }, [['tag_type', 'required']]],
-      ['tag_type not allowed', { tag_type: 'nfc', value: 'V' }, [['tag_type', 'invalid_value']], { allowed_values: ['rfid', 'ble', 'barcode'] }],
-      ['tag_type wrong case', { tag_type: 'RFID', value: 'V' }, [['tag_type', 'invalid_value']], { allowed_values: ['rfid', 'ble', 'barcode'] }],
-      ['tag_type a number', { tag_type: 5, value: 'V' }, [['tag_type', 'invalid_value']], { expected_type: 'string', received_type: 'number' }],
+      [
+        'tag_type not allowed',
+        { tag_type: 'nfc', value: 'V' },
+        [['tag_type', 'invalid_value']],
+        { allowed_values: ['rfid', 'ble', 'barcode'] },
+      ],
+      [
+        'tag_type wrong case',
+        { tag_type: 'RFID', value: 'V' },
+        [['tag_type', 'invalid_value']],
+        { allowed_values: ['rfid', 'ble', 'barcode'] },
+      ],
+      [
+        'tag_type a number',
+        { tag_type: 5, value: 'V' },
+        [['tag_type', 'invalid_value']],
+        { expected_type: 'string', received_type: 'number' },
+      ],
       ['value omitted', { tag_type: 'rfid' }, [['value', 'required']]],
       ['value null', { tag_type: 'rfid', value: null }, [['value', 'invalid_value']]],
       ['value empty', { tag_type: 'rfid', value: '' }, [['value', 'too_short']], { min_length: 1 }],
@@ -37,16 +52,31 @@ t.test('asset tags sub-resource', async (t) => {
       ['value with a C0 control', { tag_type: 'ble', value: 'a\u001bb' }, [['value', 'invalid_value']]],
       ['value with DEL', { tag_type: 'ble', value: 'a\u007f' }, [['value', 'invalid_value']]],
       ['unknown field', { tag_type: 'rfid', value: 'V', is_active: true }, [['is_active', 'unknown_field']]],
-      ['both missing', {}, [['tag_type', 'required'], ['value', 'required']]],
+      [
+        'both missing',
+        {},
+        [
+          ['tag_type', 'required'],
+          ['value', 'required'],
+        ],
+      ],
     ];
     for (const [name, body, fields, params] of cases) {
       const res = await api.req('POST', `/api/v1/assets/${asset.id}/tags`, body);
       t.same([res.status, res.json?.error?.type, fieldCodes(res)], [400, 'validation_error', fields], name);
       if (params) t.match(res.json.error.fields[0].params, params, `${name}: params`);
     }
-    const wide = await api.req('POST', `/api/v1/assets/${asset.id}/tags`, { tag_type: 'barcode', value: 'tab\there, newline\nand: any/char_ok.' });
+    const wide = await api.req('POST', `/api/v1/assets/${asset.id}/tags`, {
+      tag_type: 'barcode',
+      value: 'tab\there, newline\nand: any/char_ok.',
+    });
     t.equal(wide.status, 201, 'values are wider than the external_key pattern');
-    const contentType = await api.req('POST', `/api/v1/assets/${asset.id}/tags`, { tag_type: 'rfid', value: 'x' }, { contentType: 'application/merge-patch+json' });
+    const contentType = await api.req(
+      'POST',
+      `/api/v1/assets/${asset.id}/tags`,
+      { tag_type: 'rfid', value: 'x' },
+      { contentType: 'application/merge-patch+json' },
+    );
     t.equal(contentType.status, 415);
     t.same(await tagsOf(asset.id), [wide.json.data], 'rejected attaches left nothing behind');
   });
@@ -56,7 +86,10 @@ t.test('asset tags sub-resource', async (t) => {
     const b = await api.create({ name: 'B' });
     const value = key('SHARED');
     const first = await api.attach(a.id, { tag_type: 'rfid', value });
-    for (const [name, id] of [['same asset', a.id], ['another asset', b.id]] as const) {
+    for (const [name, id] of [
+      ['same asset', a.id],
+      ['another asset', b.id],
+    ] as const) {
       const res = await api.req('POST', `/api/v1/assets/${id}/tags`, { tag_type: 'rfid', value });
       t.same([res.status, res.json.error.type], [409, 'conflict'], name);
     }
@@ -66,7 +99,13 @@ t.test('asset tags sub-resource', async (t) => {
     const notCreated = await api.req('GET', `/api/v1/assets?external_key=${createKey}&include_deleted=true`);
     t.same(notCreated.json.data, [], 'the rejected create left no asset');
     t.equal((await api.attach(b.id, { tag_type: 'ble', value })).value, value, 'the same value under another tag_type is fine');
-    const dupInBody = await api.req('POST', '/api/v1/assets', { name: 'D', tags: [{ tag_type: 'barcode', value: 'dup' }, { tag_type: 'barcode', value: 'dup' }] });
+    const dupInBody = await api.req('POST', '/api/v1/assets', {
+      name: 'D',
+      tags: [
+        { tag_type: 'barcode', value: 'dup' },
+        { tag_type: 'barcode', value: 'dup' },
+      ],
+    });
     t.same([dupInBody.status, dupInBody.json.error.type], [409, 'conflict'], 'a duplicate inside one create body');
     const search = await api.req('GET', '/api/v1/assets?q=dup');
     t.same(search.json.data, [], 'the rejected create left neither asset nor tag');
@@ -115,7 +154,10 @@ t.test('asset tags sub-resource', async (t) => {
     const cross = await other.req('DELETE', `/api/v1/assets/${theirs.id}/tags/${mine.tags[0].id}`);
     t.equal(cross.status, 404);
     const search = await other.req('GET', `/api/v1/assets?q=${value}`);
-    t.same(search.json.data.map((a: any) => a.id), [theirs.id]);
+    t.same(
+      search.json.data.map((a: any) => a.id),
+      [theirs.id],
+    );
     t.same(await tagsOf(mine.id), mine.tags);
   });
 });

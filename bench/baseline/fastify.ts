@@ -32,7 +32,13 @@ for (const route of table.routes) {
     const url = request.raw.url ?? '';
     const q = url.indexOf('?');
     try {
-      const ctx = await table.context(route, principal, request.params as Record<string, string>, q < 0 ? '' : url.slice(q + 1), q < 0 ? url : url.slice(0, q));
+      const ctx = await table.context(
+        route,
+        principal,
+        request.params as Record<string, string>,
+        q < 0 ? '' : url.slice(q + 1),
+        q < 0 ? url : url.slice(0, q),
+      );
       let result = route.handler(ctx);
       if (result instanceof Promise) result = await result;
       return reply.code(result.status).send(result.body);

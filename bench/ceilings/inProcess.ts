@@ -48,4 +48,6 @@ while (now < until) {
 }
 const seconds = (now - started) / 1000;
 await table.close();
-process.stdout.write(`${JSON.stringify({ rate: Math.round(calls / seconds), calls, bad, mean_us: Math.round(((now - started) * 1000) / calls) })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ rate: Math.round(calls / seconds), calls, bad, mean_us: Math.round(((now - started) * 1000) / calls) })}\n`,
+);

@@ -42,7 +42,13 @@ try {
   await Promise.all(inFlight);
   const publishSeconds = (performance.now() - publishStarted) / 1000;
 
-  await jsm.consumers.add(stream, { durable_name: 'raw', ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, ack_wait: nanos(60_000), max_ack_pending: 20_000 });
+  await jsm.consumers.add(stream, {
+    durable_name: 'raw',
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: nanos(60_000),
+    max_ack_pending: 20_000,
+  });
   const consumer = await js.consumers.get(stream, 'raw');
   const consumeStarted = performance.now();
   const messages = await consumer.consume({ max_messages: spec.maxMessages });

@@ -22,7 +22,9 @@ try {
   const file = path.join(dir, 'shard.sqlite');
   await migrate(file, shardMigrations);
   const db = openDatabase(file);
-  const insert = db.prepare('INSERT INTO scan_history (asset_id, event_observed_at, id, location_id, last_seen_at, read_count) VALUES (?, ?, ?, ?, ?, ?)');
+  const insert = db.prepare(
+    'INSERT INTO scan_history (asset_id, event_observed_at, id, location_id, last_seen_at, read_count) VALUES (?, ?, ?, ?, ?, ?)',
+  );
   // The rows are prepared before timing: only the inserts and commits are measured.
   const assets = Int32Array.from({ length: spec.rows }, () => 1 + Math.floor(Math.random() * spec.assets));
   const base = Date.now();

@@ -64,7 +64,17 @@ export async function loadMasterData(dataDir: string, orgId: number, sizeName: S
         wideIds.push(id);
       }
       const created = now - Math.floor(random() * 30 * DAY);
-      insertLocation.run(id, orgId, locationKey(id), `${i < size.deepBranch ? 'Level' : 'Zone'} ${i}`, i % 3 === 0 ? `Location ${i}` : null, parent, validFrom, created, created);
+      insertLocation.run(
+        id,
+        orgId,
+        locationKey(id),
+        `${i < size.deepBranch ? 'Level' : 'Zone'} ${i}`,
+        i % 3 === 0 ? `Location ${i}` : null,
+        parent,
+        validFrom,
+        created,
+        created,
+      );
     }
   })();
 
@@ -73,7 +83,9 @@ export async function loadMasterData(dataDir: string, orgId: number, sizeName: S
     `INSERT INTO assets (id, org_id, external_key, name, description, is_active, metadata, valid_from, valid_to, created_at, updated_at, deleted_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, NULL)`,
   );
-  const insertTag = db.prepare('INSERT INTO tags (id, org_id, tag_type, value, asset_id, location_id, created_at, deleted_at) VALUES (?, ?, ?, ?, ?, NULL, ?, NULL)');
+  const insertTag = db.prepare(
+    'INSERT INTO tags (id, org_id, tag_type, value, asset_id, location_id, created_at, deleted_at) VALUES (?, ?, ?, ?, ?, NULL, ?, NULL)',
+  );
   let tagId = tagIds.start;
   const BATCH = 20_000;
   for (let from = 0; from < size.assets; from += BATCH) {
@@ -83,7 +95,18 @@ export async function loadMasterData(dataDir: string, orgId: number, sizeName: S
         const created = now - Math.floor(random() * 30 * DAY);
         const name = `${WORDS_A[(random() * WORDS_A.length) | 0]} ${WORDS_B[(random() * WORDS_B.length) | 0]} ${i}`;
         const metadata = JSON.stringify({ category: WORDS_B[i % WORDS_B.length].toLowerCase(), serial: `SN${(i * 7919) % 1_000_003}` });
-        insertAsset.run(id, orgId, assetKey(id), name, i % 2 === 0 ? `Asset number ${i}` : null, random() < 0.9 ? 1 : 0, metadata, validFrom, created, created);
+        insertAsset.run(
+          id,
+          orgId,
+          assetKey(id),
+          name,
+          i % 2 === 0 ? `Asset number ${i}` : null,
+          random() < 0.9 ? 1 : 0,
+          metadata,
+          validFrom,
+          created,
+          created,
+        );
         insertTag.run(tagId++, orgId, 'rfid', rfidValue(id), id, created);
         if (i % 3 === 0) insertTag.run(tagId++, orgId, 'barcode', `BC${id}`, id, created);
       }

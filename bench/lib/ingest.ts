@@ -7,7 +7,11 @@ import type { ScanPlan } from './scanPlan.js';
 import type { BenchContext } from './scenario.js';
 
 /** Publishes a plan from the publisher process. */
-export function publish(ctx: BenchContext, plan: ScanPlan, options: { ratePerSecond?: number; window?: number; probeEveryMs?: number } = {}): Promise<PublishResult> {
+export function publish(
+  ctx: BenchContext,
+  plan: ScanPlan,
+  options: { ratePerSecond?: number; window?: number; probeEveryMs?: number } = {},
+): Promise<PublishResult> {
   const spec: PublishSpec = {
     natsUrl: ctx.natsUrl,
     plan,
@@ -25,7 +29,10 @@ export async function waitVisible(ctx: BenchContext, asset: number, observedAt: 
     const res = await ctx.request('GET', `/api/v1/reports/asset-locations?asset_id=${asset}`);
     const seen = res.json?.data?.[0] ? Date.parse(res.json.data[0].asset_last_seen as string) : 0;
     if (seen >= observedAt) return performance.now();
-    if (performance.now() > deadline) throw new Error(`scan of asset ${asset} at ${new Date(observedAt).toISOString()} not visible within ${timeoutMs} ms (last seen ${seen ? new Date(seen).toISOString() : 'never'})`);
+    if (performance.now() > deadline)
+      throw new Error(
+        `scan of asset ${asset} at ${new Date(observedAt).toISOString()} not visible within ${timeoutMs} ms (last seen ${seen ? new Date(seen).toISOString() : 'never'})`,
+      );
     await new Promise((r) => setTimeout(r, 5));
   }
 }
@@ -50,7 +57,10 @@ export function fieldPlan(ctx: BenchContext, readsPerMessage: number, messages: 
 }
 
 /** Raw JetStream publish and consume of the same plan's messages (same size, client and ack mode). */
-export function jetstreamCeiling(ctx: BenchContext, plan: ScanPlan): Promise<{ publish_rate: number; consume_rate: number; bytes_per_message: number }> {
+export function jetstreamCeiling(
+  ctx: BenchContext,
+  plan: ScanPlan,
+): Promise<{ publish_rate: number; consume_rate: number; bytes_per_message: number }> {
   return runJsonProcess('ceilings/jetstream.js', [writeSpec(ctx.workDir, 'jetstream', { natsUrl: ctx.natsUrl, plan, maxMessages: 2_000 })]);
 }
 
@@ -82,7 +92,10 @@ export async function drainBacklog(
     let watching = true;
     const watch = (async () => {
       while (watching && drained === undefined) {
-        const consumers = await jsm.consumers.list('SCANS').next().catch(() => []);
+        const consumers = await jsm.consumers
+          .list('SCANS')
+          .next()
+          .catch(() => []);
         const info = consumers[0];
         const now = performance.now();
         if (info !== undefined) {

@@ -4,7 +4,12 @@ import type { BenchContext, Figure } from './scenario.js';
 import { figureOf } from './results.js';
 
 /** Runs the load generator (its own process) against `url`. */
-export async function loadFigure(ctx: BenchContext, url: string, requests: RequestTemplate[], durationSeconds = ctx.options.durationSeconds): Promise<Figure & { notOk: number; unexpected: Record<string, number> }> {
+export async function loadFigure(
+  ctx: BenchContext,
+  url: string,
+  requests: RequestTemplate[],
+  durationSeconds = ctx.options.durationSeconds,
+): Promise<Figure & { notOk: number; unexpected: Record<string, number> }> {
   const spec: LoadSpec = {
     url,
     connections: ctx.options.connections,
@@ -41,7 +46,11 @@ async function threadBusy(url: string): Promise<{ at: number; busy: Map<string, 
  * A load on trackd, with the share of a core each kind of thread was busy during it (the thread
  * profile: main = scan consumer, http = all HTTP threads together, shards = all shard actors).
  */
-export async function trackdLoad(ctx: BenchContext, requests: RequestTemplate[], durationSeconds?: number): Promise<Figure & { notOk: number; unexpected: Record<string, number>; busyCores: Record<string, number> }> {
+export async function trackdLoad(
+  ctx: BenchContext,
+  requests: RequestTemplate[],
+  durationSeconds?: number,
+): Promise<Figure & { notOk: number; unexpected: Record<string, number>; busyCores: Record<string, number> }> {
   const url = ctx.trackd.url;
   const before = await threadBusy(url);
   const figure = await loadFigure(ctx, url, requests, durationSeconds);

@@ -41,7 +41,11 @@ export function writeSpec(dir: string, name: string, spec: unknown): string {
 }
 
 /** Starts a long-lived child that prints a JSON line `{"ready":true,"port":N}` when it serves. */
-export function startServerProcess(script: string, args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number; stop(): Promise<void> }> {
+export function startServerProcess(
+  script: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; port: number; stop(): Promise<void> }> {
   return new Promise((resolve, reject) => {
     // stdin stays open: the server exits when it closes (this process died).
     const child = spawn(process.execPath, [path.join(BENCH_DIST, script), ...args], {
@@ -90,11 +94,25 @@ export function machine() {
 
 /** Installed versions of the dependencies whose speed the figures depend on. */
 export function versions(): Record<string, string> {
-  const names = ['uWebSockets.js', 'better-sqlite3', 'knex', '@nats-io/transport-node', '@nats-io/jetstream', 'jose', 'ajv', 'pino', 'fastify', 'autocannon'];
+  const names = [
+    'uWebSockets.js',
+    'better-sqlite3',
+    'knex',
+    '@nats-io/transport-node',
+    '@nats-io/jetstream',
+    'jose',
+    'ajv',
+    'pino',
+    'fastify',
+    'autocannon',
+  ];
   const out: Record<string, string> = {};
   for (const name of names) {
     try {
-      const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { name: string; version: string };
+      const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as {
+        name: string;
+        version: string;
+      };
       out[name] = name === pkg.name ? pkg.version : `${pkg.name}@${pkg.version}`;
     } catch {
       out[name] = 'missing';

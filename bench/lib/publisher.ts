@@ -65,7 +65,8 @@ async function pollProbes(): Promise<void> {
         if ((lastSeen.get(p.asset) ?? 0) >= p.observedAt) {
           probeLatencies.push(seenAt - p.publishedAt);
           outstanding.splice(i, 1);
-        } else if (seenAt - p.publishedAt > PROBE_TIMEOUT_MS) throw new Error(`scan for asset ${p.asset} not visible within ${PROBE_TIMEOUT_MS / 1000} s`);
+        } else if (seenAt - p.publishedAt > PROBE_TIMEOUT_MS)
+          throw new Error(`scan for asset ${p.asset} not visible within ${PROBE_TIMEOUT_MS / 1000} s`);
       }
     }
     const wait = pollStarted + POLL_MS - performance.now();
@@ -133,5 +134,6 @@ const result: PublishResult = {
   last: { asset: last!.asset, observedAt: last!.observedAt },
   max_behind_ms: Number(maxBehindMs.toFixed(1)),
 };
-if (probeLatencies.length > 0) result.probes = { ...summarize(Float64Array.from(probeLatencies), probeLatencies.length), count: probeLatencies.length };
+if (probeLatencies.length > 0)
+  result.probes = { ...summarize(Float64Array.from(probeLatencies), probeLatencies.length), count: probeLatencies.length };
 process.stdout.write(`${JSON.stringify(result)}\n`);

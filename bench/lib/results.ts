@@ -53,7 +53,11 @@ const target = (name: string, value: number | undefined, goal: number, direction
   value === undefined ? [] : [{ name, value, goal, direction, met: direction === 'min' ? value >= goal : value <= goal }];
 
 /** Medians over the runs; every ratio is taken within a run (same-run pairs), then the median of those. */
-export function summarizeScenario(scenario: Scenario, runs: ScenarioRun[], extraTargets: (r: ScenarioResult) => Target[] = () => []): ScenarioResult {
+export function summarizeScenario(
+  scenario: Scenario,
+  runs: ScenarioRun[],
+  extraTargets: (r: ScenarioResult) => Target[] = () => [],
+): ScenarioResult {
   const result: ScenarioResult = {
     name: scenario.name,
     title: scenario.title,
@@ -99,12 +103,27 @@ export function figureOf(load: { rate: number; latency: { p50: number; p99: numb
   return { rate: load.rate, p50: load.latency.p50, p99: load.latency.p99, max: load.latency.max, count: load.requests };
 }
 
-const fmt = (v: number | undefined, digits = 0): string => (v === undefined || !Number.isFinite(v) ? '-' : v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+const fmt = (v: number | undefined, digits = 0): string =>
+  v === undefined || !Number.isFinite(v)
+    ? '-'
+    : v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const ratio = (v: number | undefined): string => (v === undefined ? '-' : `${v.toFixed(2)}x`);
 
 /** The short table printed on stdout (and pasted into the README). */
 export function table(results: ScenarioResult[], ceilings: Record<string, { rate: number; unit: string }>): string {
-  const header = ['scenario', 'rate', 'unit', 'p50 ms', 'p99 ms', 'max ms', 'vs ceiling', 'vs fastify', 'vs in-process', 'vs 1 thread', 'targets'];
+  const header = [
+    'scenario',
+    'rate',
+    'unit',
+    'p50 ms',
+    'p99 ms',
+    'max ms',
+    'vs ceiling',
+    'vs fastify',
+    'vs in-process',
+    'vs 1 thread',
+    'targets',
+  ];
   const rows: string[][] = [header];
   for (const r of results) {
     if (r.status !== 'measured') {

@@ -79,7 +79,10 @@ export async function openRouteTable(dataDir: string): Promise<OpenRouteTable> {
 }
 
 /** Finds the route for `GET /path?query`; undefined when trackd has no such route. */
-export function matchGet(table: OpenRouteTable, pathAndQuery: string): { route: Route; params: Record<string, string>; path: string; rawQuery: string } | undefined {
+export function matchGet(
+  table: OpenRouteTable,
+  pathAndQuery: string,
+): { route: Route; params: Record<string, string>; path: string; rawQuery: string } | undefined {
   const q = pathAndQuery.indexOf('?');
   const path = q < 0 ? pathAndQuery : pathAndQuery.slice(0, q);
   const rawQuery = q < 0 ? '' : pathAndQuery.slice(q + 1);
@@ -88,4 +91,3 @@ export function matchGet(table: OpenRouteTable, pathAndQuery: string): { route: 
   if (match === undefined || route === undefined) return undefined;
   return { route, params: match.params, path, rawQuery };
 }
-

@@ -32,7 +32,10 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
     const request = async (method: string, urlPath: string, body?: unknown) => {
       const res = await fetch(`${current.url}${urlPath}`, {
         method,
-        headers: { authorization: `Bearer ${tokens[0]}`, ...(body === undefined ? {} : { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' }) },
+        headers: {
+          authorization: `Bearer ${tokens[0]}`,
+          ...(body === undefined ? {} : { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await res.text();
@@ -69,7 +72,8 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
     const selected = SCENARIOS.filter((s) => options.only === undefined || options.only.includes(s.name));
     if (options.only !== undefined) {
       const unknown = options.only.filter((n) => !SCENARIOS.some((s) => s.name === n));
-      if (unknown.length > 0) throw new Error(`unknown scenario(s) ${unknown.join(', ')}; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
+      if (unknown.length > 0)
+        throw new Error(`unknown scenario(s) ${unknown.join(', ')}; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
     }
     const unavailable = new Map<string, string>();
     for (const s of selected) {
@@ -78,7 +82,9 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
     }
     for (const [name, reason] of unavailable) log(`${name}: ${reason}`);
 
-    const baseline = selected.some((s) => s.kind === 'read' && !unavailable.has(s.name)) ? await startServerProcess('baseline/fastify.js', [dataDir]) : undefined;
+    const baseline = selected.some((s) => s.kind === 'read' && !unavailable.has(s.name))
+      ? await startServerProcess('baseline/fastify.js', [dataDir])
+      : undefined;
     if (baseline) stops.unshift(() => baseline.stop());
 
     const fixedRuns: number[] = [];
@@ -93,7 +99,12 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
         try {
           const result = await runScenario(ctx, scenario, fixed.rate, baseline ? `http://127.0.0.1:${baseline.port}` : undefined);
           runs.set(scenario.name, [...(runs.get(scenario.name) ?? []), result]);
-          log(`run ${run}/${options.runs}: ${scenario.name} ${result.trackd.rate} ${scenario.unit}` + (result.trackd.p99 === undefined ? "" : ` p99 ${result.trackd.p99} ms`) + (result.baseline ? `, fastify ${result.baseline.rate}` : '') + (result.inProcessRate ? `, in-process ${result.inProcessRate}` : ''));
+          log(
+            `run ${run}/${options.runs}: ${scenario.name} ${result.trackd.rate} ${scenario.unit}` +
+              (result.trackd.p99 === undefined ? '' : ` p99 ${result.trackd.p99} ms`) +
+              (result.baseline ? `, fastify ${result.baseline.rate}` : '') +
+              (result.inProcessRate ? `, in-process ${result.inProcessRate}` : ''),
+          );
         } catch (err) {
           failures.set(scenario.name, (err as Error).message);
           log(`${scenario.name} failed: ${(err as Error).message}`);
@@ -101,13 +112,26 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
       }
       const measured = selected.filter((s) => s.kind === 'read' && runs.has(s.name) && !failures.has(s.name));
       // One restart per distinct environment: the plain read scenarios together, then each with an env of its own.
-      await measureSingleThread(ctx, measured.filter((s) => s.kind === 'read' && s.env === undefined), runs, {});
+      await measureSingleThread(
+        ctx,
+        measured.filter((s) => s.kind === 'read' && s.env === undefined),
+        runs,
+        {},
+      );
       for (const s of measured) if (s.kind === 'read' && s.env !== undefined) await measureSingleThread(ctx, [s], runs, s.env);
     }
 
     const results: ScenarioResult[] = selected.map((s) => {
       const reason = unavailable.get(s.name) ?? failures.get(s.name);
-      if (reason !== undefined) return { name: s.name, title: s.title, kind: s.kind, unit: s.unit, status: unavailable.has(s.name) ? 'unavailable' : 'failed', reason };
+      if (reason !== undefined)
+        return {
+          name: s.name,
+          title: s.title,
+          kind: s.kind,
+          unit: s.unit,
+          status: unavailable.has(s.name) ? 'unavailable' : 'failed',
+          reason,
+        };
       return summarizeScenario(s, runs.get(s.name) ?? [], (r) => scenarioTargets(s, r));
     });
     const ceilings = { fixed_body: { rate: median(fixedRuns), unit: 'req/s', runs: fixedRuns } };
@@ -122,16 +146,26 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
         warmup_s: options.warmupSeconds,
         connections: options.connections,
         keys: options.keys,
-        load_generator: options.generator === 'auto' && wrkAvailable() ? 'wrk, 1 thread (Lua: random template, path and key per request)' : 'autocannon (wrk not installed: figures may be bounded by the generator)',
+        load_generator:
+          options.generator === 'auto' && wrkAvailable()
+            ? 'wrk, 1 thread (Lua: random template, path and key per request)'
+            : 'autocannon (wrk not installed: figures may be bounded by the generator)',
         trackd_env: PRODUCTION_ENV,
       },
-      dataset: { ...dataset, deepBranch: dataset.deepBranch.length, subtreeRoots: dataset.subtreeRoots.length, scanLocations: dataset.scanLocations.length },
+      dataset: {
+        ...dataset,
+        deepBranch: dataset.deepBranch.length,
+        subtreeRoots: dataset.subtreeRoots.length,
+        scanLocations: dataset.scanLocations.length,
+      },
       ceilings,
       scenarios: results,
     };
     fs.mkdirSync(path.dirname(options.out), { recursive: true });
     fs.writeFileSync(options.out, `${JSON.stringify(output, null, 2)}\n`);
-    process.stdout.write(`\ntrackd bench, ${options.size} dataset, medians of ${options.runs} run(s), ${options.connections} connections\n\n`);
+    process.stdout.write(
+      `\ntrackd bench, ${options.size} dataset, medians of ${options.runs} run(s), ${options.connections} connections\n\n`,
+    );
     process.stdout.write(`${table(results, ceilings)}\n\nwritten to ${options.out}\n`);
   } finally {
     for (const stop of stops) {
@@ -149,7 +183,12 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
  * thread, the shard actors and the consumer on their own threads as always), each figure filed with
  * that run's default-layout figure.
  */
-async function measureSingleThread(ctx: BenchContext, scenarios: Scenario[], runs: Map<string, ScenarioRun[]>, env: Record<string, string>): Promise<void> {
+async function measureSingleThread(
+  ctx: BenchContext,
+  scenarios: Scenario[],
+  runs: Map<string, ScenarioRun[]>,
+  env: Record<string, string>,
+): Promise<void> {
   if (scenarios.length === 0) return;
   await ctx.restartTrackd({ ...env, HTTP_THREADS: '1' });
   try {
@@ -160,7 +199,9 @@ async function measureSingleThread(ctx: BenchContext, scenarios: Scenario[], run
       const latest = runs.get(scenario.name)!.at(-1)!;
       latest.singleThread = strip(figure);
       latest.extra = { ...latest.extra, ...prefixed('single_thread_', figure.busyCores) };
-      log(`${scenario.name} with HTTP_THREADS=1: ${figure.rate} ${scenario.unit} p99 ${figure.p99} ms (default ${latest.trackd.rate}, ${(latest.trackd.rate / figure.rate).toFixed(2)}x)`);
+      log(
+        `${scenario.name} with HTTP_THREADS=1: ${figure.rate} ${scenario.unit} p99 ${figure.p99} ms (default ${latest.trackd.rate}, ${(latest.trackd.rate / figure.rate).toFixed(2)}x)`,
+      );
     }
   } finally {
     await ctx.restartTrackd();
@@ -172,7 +213,12 @@ function profileArgs(options: BenchOptions): string[] {
   return options.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, 'bench', 'results')}`] : [];
 }
 
-async function runScenario(ctx: BenchContext, scenario: Scenario, fixedRate: number, baselineUrl: string | undefined): Promise<ScenarioRun> {
+async function runScenario(
+  ctx: BenchContext,
+  scenario: Scenario,
+  fixedRate: number,
+  baselineUrl: string | undefined,
+): Promise<ScenarioRun> {
   const ceiling = { name: 'fixed-body', rate: fixedRate };
   if (scenario.kind === 'read' && scenario.env !== undefined) {
     await ctx.restartTrackd(scenario.env);
@@ -185,7 +231,8 @@ async function runScenario(ctx: BenchContext, scenario: Scenario, fixedRate: num
   if (scenario.kind === 'read') {
     const paths = scenario.paths(ctx, 2_000);
     const probe = await ctx.request('GET', paths[0]);
-    if (probe.status !== 200) throw new Error(`probe GET ${paths[0]} answered ${probe.status}: ${JSON.stringify(probe.json).slice(0, 300)}`);
+    if (probe.status !== 200)
+      throw new Error(`probe GET ${paths[0]} answered ${probe.status}: ${JSON.stringify(probe.json).slice(0, 300)}`);
     const requests: RequestTemplate[] = [{ method: 'GET', paths }];
     const trackd = await trackdLoad(ctx, requests);
     checkStatuses(scenario.name, trackd);
@@ -212,10 +259,12 @@ async function runScenario(ctx: BenchContext, scenario: Scenario, fixedRate: num
 }
 
 function checkStatuses(name: string, figure: { count?: number; notOk: number; unexpected: Record<string, number> }): void {
-  if (figure.notOk > 0.01 * (figure.count ?? 0)) throw new Error(`${name}: ${figure.notOk} of ${figure.count} responses were not 2xx: ${JSON.stringify(figure.unexpected)}`);
+  if (figure.notOk > 0.01 * (figure.count ?? 0))
+    throw new Error(`${name}: ${figure.notOk} of ${figure.count} responses were not 2xx: ${JSON.stringify(figure.unexpected)}`);
 }
 
-const prefixed = (prefix: string, values: Record<string, number>) => Object.fromEntries(Object.entries(values).map(([k, v]) => [`${prefix}${k}`, v]));
+const prefixed = (prefix: string, values: Record<string, number>) =>
+  Object.fromEntries(Object.entries(values).map(([k, v]) => [`${prefix}${k}`, v]));
 
 const strip = <T extends Figure>(f: T) => ({ rate: f.rate, p50: f.p50, p99: f.p99, max: f.max, count: f.count });
 
@@ -228,7 +277,10 @@ function scenarioTargets(scenario: Scenario, r: ScenarioResult): Target[] {
     case 'asset-by-id-uncached':
       return t('rate >= 40% of fixed-body ceiling', r.ratio_to_ceiling, 0.4, 'min');
     case 'ingest-field':
-      return [...t('>= 100,000 tag reads/s end to end', r.rate, 100_000, 'min'), ...t('publish-to-visible p99 <= 250 ms', r.p99_ms, 250, 'max')];
+      return [
+        ...t('>= 100,000 tag reads/s end to end', r.rate, 100_000, 'min'),
+        ...t('publish-to-visible p99 <= 250 ms', r.p99_ms, 250, 'max'),
+      ];
     case 'ingest-single':
       return t('>= 50% of raw JetStream consume', r.ratio_to_ceiling, 0.5, 'min');
     case 'drain-reads':

@@ -69,7 +69,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     const call = async (method: string, p: string, body?: unknown, token = tokens[0]) => {
       const res = await fetch(`${trackd.url}${p}`, {
         method,
-        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' }) },
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body === undefined ? {} : { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await res.text();
@@ -77,10 +80,17 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     };
     // Master data: a few locations, 100 assets with one tag each.
     const locations: string[] = [];
-    for (let i = 0; i < 5; i++) locations.push((await call('POST', '/api/v1/locations', { external_key: `SOAK-LOC-${i}`, name: `Soak location ${i}` })).json.data.external_key);
+    for (let i = 0; i < 5; i++)
+      locations.push(
+        (await call('POST', '/api/v1/locations', { external_key: `SOAK-LOC-${i}`, name: `Soak location ${i}` })).json.data.external_key,
+      );
     const assetIds: number[] = [];
     for (let i = 0; i < 100; i++) {
-      const res = await call('POST', '/api/v1/assets', { external_key: `SOAK-${i}`, name: `Soak asset ${i}`, tags: [{ tag_type: 'rfid', value: `SOAK-EPC-${i}` }] });
+      const res = await call('POST', '/api/v1/assets', {
+        external_key: `SOAK-${i}`,
+        name: `Soak asset ${i}`,
+        tags: [{ tag_type: 'rfid', value: `SOAK-EPC-${i}` }],
+      });
       assetIds.push(res.json.data.id);
     }
     const js = jetstream(nc);
@@ -104,12 +114,17 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       const kind = n % 10;
       const t0 = performance.now();
       const request =
-        kind < 2 ? call('GET', `/api/v1/assets/${id}`, undefined, token)
-        : kind < 4 ? call('GET', `/api/v1/assets?limit=20&offset=${n % 80}`, undefined, token)
-        : kind < 5 ? call('GET', '/api/v1/reports/asset-locations?limit=20', undefined, token)
-        : kind < 6 ? call('GET', `/api/v1/assets/${id}/history?limit=20`, undefined, token)
-        : kind < 8 ? call('PATCH', `/api/v1/assets/${id}`, { description: `soak ${n}` }, token)
-        : call('POST', '/api/v1/assets', { name: `Soak extra ${n}` }, token);
+        kind < 2
+          ? call('GET', `/api/v1/assets/${id}`, undefined, token)
+          : kind < 4
+            ? call('GET', `/api/v1/assets?limit=20&offset=${n % 80}`, undefined, token)
+            : kind < 5
+              ? call('GET', '/api/v1/reports/asset-locations?limit=20', undefined, token)
+              : kind < 6
+                ? call('GET', `/api/v1/assets/${id}/history?limit=20`, undefined, token)
+                : kind < 8
+                  ? call('PATCH', `/api/v1/assets/${id}`, { description: `soak ${n}` }, token)
+                  : call('POST', '/api/v1/assets', { name: `Soak extra ${n}` }, token);
       track(
         request.then(
           (res) => {
@@ -177,7 +192,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
           scans_published: published,
         };
         samples.push(sample);
-        log(`t=${sample.t_s}s rss=${sample.rss_mib}MiB heap=${sample.heap_mib}MiB requests=${sample.requests} errors=${sample.errors} p50=${sample.p50_ms}ms p99=${sample.p99_ms}ms max=${sample.max_ms}ms scans=${sample.scans_published}`);
+        log(
+          `t=${sample.t_s}s rss=${sample.rss_mib}MiB heap=${sample.heap_mib}MiB requests=${sample.requests} errors=${sample.errors} p50=${sample.p50_ms}ms p99=${sample.p99_ms}ms max=${sample.max_ms}ms scans=${sample.scans_published}`,
+        );
         latencies = [];
         requests = 0;
         failed = 0;

@@ -40,7 +40,10 @@ export class TrackdProcess {
   static async start(options: TrackdOptions): Promise<TrackdProcess> {
     const port = await freePort();
     const env = { ...PRODUCTION_ENV, PORT: String(port), DATA_DIR: options.dataDir, NATS_URL: options.natsUrl, ...options.env };
-    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), BIN, 'serve'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), BIN, 'serve'], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     const keep = (d: Buffer) => {
       if (output.length < 50_000) output += d.toString();
@@ -72,7 +75,10 @@ export class TrackdProcess {
 
 /** Runs the operator CLI against a DATA_DIR; returns its parsed JSON output. */
 export function trackdCli(dataDir: string, args: string[], env: Record<string, string> = {}): any {
-  const r = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...PRODUCTION_ENV, DATA_DIR: dataDir, ...env }, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    env: { ...process.env, ...PRODUCTION_ENV, DATA_DIR: dataDir, ...env },
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`trackd ${args.join(' ')} failed (${r.status}): ${r.stderr}`);
   return JSON.parse(r.stdout);
 }
@@ -83,7 +89,18 @@ export const ALL_SCOPES = 'assets:read,assets:write,locations:read,locations:wri
 export function mintKeys(dataDir: string, orgId: number, count: number): string[] {
   const tokens: string[] = [];
   for (let i = 0; i < count; i++) {
-    const key = trackdCli(dataDir, ['keys', 'create', '--org', String(orgId), '--name', `bench-${i}`, '--scopes', ALL_SCOPES, '--env', 'production']);
+    const key = trackdCli(dataDir, [
+      'keys',
+      'create',
+      '--org',
+      String(orgId),
+      '--name',
+      `bench-${i}`,
+      '--scopes',
+      ALL_SCOPES,
+      '--env',
+      'production',
+    ]);
     tokens.push(key.token as string);
   }
   return tokens;

@@ -18,7 +18,8 @@ const lua = (value: unknown): string => JSON.stringify(value);
 
 function script(spec: LoadSpec): string {
   const templates = spec.requests.map(
-    (r) => `{ method = ${lua(r.method)}, paths = { ${r.paths.map(lua).join(', ')} }, body = ${r.body === undefined ? 'nil' : lua(r.body)}, contentType = ${lua(r.contentType ?? 'application/json')}, anonymous = ${r.anonymous ? 'true' : 'false'} }`,
+    (r) =>
+      `{ method = ${lua(r.method)}, paths = { ${r.paths.map(lua).join(', ')} }, body = ${r.body === undefined ? 'nil' : lua(r.body)}, contentType = ${lua(r.contentType ?? 'application/json')}, anonymous = ${r.anonymous ? 'true' : 'false'} }`,
   );
   const table = spec.requests.flatMap((r, i) => Array.from({ length: r.weight ?? 1 }, () => i + 1));
   return `

@@ -58,9 +58,17 @@ const publishStarted = performance.now();
 for (let i = 0; i < MESSAGES; i += 500) {
   const chunk: Promise<unknown>[] = [];
   for (let j = i; j < Math.min(MESSAGES, i + 500); j++) {
-    const reads = Array.from({ length: READS }, (_, r) => ({ tag_type: 'rfid', value: rfidValue(info.assets.first + ((j * READS + r) % ASSETS)) }));
+    const reads = Array.from({ length: READS }, (_, r) => ({
+      tag_type: 'rfid',
+      value: rfidValue(info.assets.first + ((j * READS + r) % ASSETS)),
+    }));
     const loc = info.scanLocations[j % info.scanLocations.length].external_key;
-    const body = JSON.stringify({ event_id: `drain-${j}`, observed_at: new Date(t0 + j).toISOString(), location: { external_key: loc }, reads });
+    const body = JSON.stringify({
+      event_id: `drain-${j}`,
+      observed_at: new Date(t0 + j).toISOString(),
+      location: { external_key: loc },
+      reads,
+    });
     const h = headers();
     h.set('Nats-Msg-Id', `drain-${j}`);
     chunk.push(js.publish(`scans.${org.id}.fixed`, body, { headers: h }));

@@ -43,7 +43,17 @@ async function openOrg(label: string) {
   const control2 = await ControlPlane.open(dataDir);
   const registry = new ShardRegistry(dataDir, control2);
   const shard = await registry.open(0);
-  return { dataDir, org, info, shard, close: async () => { await registry.closeAll(); control2.close(); fs.rmSync(dataDir, { recursive: true, force: true }); } };
+  return {
+    dataDir,
+    org,
+    info,
+    shard,
+    close: async () => {
+      await registry.closeAll();
+      control2.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }
 
 /**
@@ -51,7 +61,14 @@ async function openOrg(label: string) {
  * (re-reads), except that with probability `moveRate` a read is of an asset parked elsewhere,
  * which moves it here.
  */
-function workload(orgId: number, first: number, locations: { external_key: string }[], messages: number, reads: number, moveRate: number): SourcedScan[] {
+function workload(
+  orgId: number,
+  first: number,
+  locations: { external_key: string }[],
+  messages: number,
+  reads: number,
+  moveRate: number,
+): SourcedScan[] {
   const parkedAt: number[][] = locations.map(() => []);
   for (let a = 0; a < ASSETS; a++) parkedAt[a % locations.length].push(first + a);
   const cursors = locations.map(() => 0);
@@ -74,7 +91,11 @@ function workload(orgId: number, first: number, locations: { external_key: strin
       const asset = here[cursors[loc]++ % here.length];
       tags.push({ tagType: 'rfid', value: rfidValue(asset) });
     }
-    out.push({ scan: { orgId, eventId: `ev-${m}`, observedAt: t0 + m * 50, location: { externalKey: locations[loc].external_key }, reads: tags }, stream: 'PROBE', seq: m + 1 });
+    out.push({
+      scan: { orgId, eventId: `ev-${m}`, observedAt: t0 + m * 50, location: { externalKey: locations[loc].external_key }, reads: tags },
+      stream: 'PROBE',
+      seq: m + 1,
+    });
   }
   return out;
 }
@@ -88,8 +109,17 @@ async function ingest(shard: Shard, items: SourcedScan[], gapMs: number) {
   const cpuSeconds = (used.user + used.system) / 1e6;
   const reads = items.reduce((n, s) => n + s.scan.reads.length, 0);
   const rows = shard.reader.prepare('SELECT count(*) FROM scan_history').pluck().get() as number;
-  return { messages: items.length, reads, seconds: Number(seconds.toFixed(3)), reads_per_s: Math.round(reads / seconds), messages_per_s: Math.round(items.length / seconds),
-    cpu_seconds: Number(cpuSeconds.toFixed(3)), reads_per_cpu_s: Math.round(reads / cpuSeconds), messages_per_cpu_s: Math.round(items.length / cpuSeconds), history_rows: rows };
+  return {
+    messages: items.length,
+    reads,
+    seconds: Number(seconds.toFixed(3)),
+    reads_per_s: Math.round(reads / seconds),
+    messages_per_s: Math.round(items.length / seconds),
+    cpu_seconds: Number(cpuSeconds.toFixed(3)),
+    reads_per_cpu_s: Math.round(reads / cpuSeconds),
+    messages_per_cpu_s: Math.round(items.length / cpuSeconds),
+    history_rows: rows,
+  };
 }
 
 function latency(run: (i: number) => unknown, n = 400) {
@@ -100,7 +130,11 @@ function latency(run: (i: number) => unknown, n = 400) {
     times.push(performance.now() - t);
   }
   times.sort((a, b) => a - b);
-  return { p50_ms: Number(percentile(times, 50).toFixed(3)), p99_ms: Number(percentile(times, 99).toFixed(3)), max_ms: Number(times[times.length - 1].toFixed(3)) };
+  return {
+    p50_ms: Number(percentile(times, 50).toFixed(3)),
+    p99_ms: Number(percentile(times, 99).toFixed(3)),
+    max_ms: Number(times[times.length - 1].toFixed(3)),
+  };
 }
 
 const result: Record<string, unknown> = { assets: ASSETS, messages: MESSAGES, reads_per_message: READS, batch_messages: BATCH };
@@ -110,7 +144,11 @@ const result: Record<string, unknown> = { assets: ASSETS, messages: MESSAGES, re
   const { org, info, shard, close } = await openOrg('field');
   const items = workload(org.id, info.assets.first, info.scanLocations, MESSAGES, READS, 0.05);
   result.field_first_pass = await ingest(shard, items, 300_000);
-  const again = items.map((s, i) => ({ ...s, seq: MESSAGES + i + 1, scan: { ...s.scan, eventId: `again-${i}`, observedAt: s.scan.observedAt + MESSAGES * 50 } }));
+  const again = items.map((s, i) => ({
+    ...s,
+    seq: MESSAGES + i + 1,
+    scan: { ...s.scan, eventId: `again-${i}`, observedAt: s.scan.observedAt + MESSAGES * 50 },
+  }));
   result.field_second_pass = await ingest(shard, again, 300_000);
   const scanned = shard.reader.prepare('SELECT count(*) FROM scan_positions').pluck().get() as number;
   const now = Date.now();
@@ -118,9 +156,25 @@ const result: Record<string, unknown> = { assets: ASSETS, messages: MESSAGES, re
   result.reads_in_process = {
     scanned_assets: scanned,
     report_offset_0: latency(() => assetLocationsReport(shard, org.id, { sort, limit: 50, offset: 0 }, now)),
-    report_offset_0_to_10000: latency((i) => assetLocationsReport(shard, org.id, { sort, limit: 50, offset: (i * 7919) % Math.min(10_000, scanned) }, now)),
-    report_by_location: latency((i) => assetLocationsReport(shard, org.id, { sort, limit: 50, offset: 0, location_id: [info.scanLocations[i % info.scanLocations.length].id] }, now)),
-    history_page: latency((i) => assetHistory(shard, info.assets.first + ((i * 7919) % ASSETS), { sort: [{ field: 'event_observed_at', desc: true }], limit: 50, offset: 0 }, now)),
+    report_offset_0_to_10000: latency((i) =>
+      assetLocationsReport(shard, org.id, { sort, limit: 50, offset: (i * 7919) % Math.min(10_000, scanned) }, now),
+    ),
+    report_by_location: latency((i) =>
+      assetLocationsReport(
+        shard,
+        org.id,
+        { sort, limit: 50, offset: 0, location_id: [info.scanLocations[i % info.scanLocations.length].id] },
+        now,
+      ),
+    ),
+    history_page: latency((i) =>
+      assetHistory(
+        shard,
+        info.assets.first + ((i * 7919) % ASSETS),
+        { sort: [{ field: 'event_observed_at', desc: true }], limit: 50, offset: 0 },
+        now,
+      ),
+    ),
   };
   await close();
 }
@@ -131,7 +185,11 @@ const result: Record<string, unknown> = { assets: ASSETS, messages: MESSAGES, re
 }
 {
   const { org, info, shard, close } = await openOrg('single');
-  result.single_read_messages = await ingest(shard, workload(org.id, info.assets.first, info.scanLocations, MESSAGES * 10, 1, 0.05), 300_000);
+  result.single_read_messages = await ingest(
+    shard,
+    workload(org.id, info.assets.first, info.scanLocations, MESSAGES * 10, 1, 0.05),
+    300_000,
+  );
   await close();
 }
 process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);

@@ -20,7 +20,9 @@ export const assetList: ReadScenario = {
         case 1:
           return `/api/v1/assets?q=${WORDS[i % WORDS.length]}&limit=20`;
         case 2:
-          return `/api/v1/assets?${randomIds(ctx.dataset.assets, 3).map((id) => `external_key=${assetKey(id)}`).join('&')}`;
+          return `/api/v1/assets?${randomIds(ctx.dataset.assets, 3)
+            .map((id) => `external_key=${assetKey(id)}`)
+            .join('&')}`;
         default:
           return `/api/v1/assets?sort=-updated_at&limit=50&offset=${offset}`;
       }

@@ -12,7 +12,12 @@ export const createPatch: WriteScenario = {
       method: 'POST',
       paths: ['/api/v1/assets'],
       contentType: 'application/json',
-      body: JSON.stringify({ name: 'Bench asset {n}', external_key: 'BENCH-{n}', metadata: { source: 'bench' }, tags: [{ tag_type: 'rfid', value: 'BENCH-{n}' }] }),
+      body: JSON.stringify({
+        name: 'Bench asset {n}',
+        external_key: 'BENCH-{n}',
+        metadata: { source: 'bench' },
+        tags: [{ tag_type: 'rfid', value: 'BENCH-{n}' }],
+      }),
     },
     {
       method: 'PATCH',

@@ -14,4 +14,21 @@ import { treeAncestors } from './treeAncestors.js';
 import { treeDescendants } from './treeDescendants.js';
 
 /** Every scenario, in the order they run and print. */
-export const SCENARIOS: Scenario[] = [orgsMe, assetById, assetByIdUncached, assetList, report, reportByLocation, reportDeepOffset, history, treeAncestors, treeDescendants, createPatch, ingestField, ingestSingle, drainReads, ingestRaw, mix];
+export const SCENARIOS: Scenario[] = [
+  orgsMe,
+  assetById,
+  assetByIdUncached,
+  assetList,
+  report,
+  reportByLocation,
+  reportDeepOffset,
+  history,
+  treeAncestors,
+  treeDescendants,
+  createPatch,
+  ingestField,
+  ingestSingle,
+  drainReads,
+  ingestRaw,
+  mix,
+];

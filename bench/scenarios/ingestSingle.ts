@@ -18,7 +18,12 @@ export const ingestSingle: CustomScenario = {
     return {
       trackd: { rate: drained.rate, count: drained.messages },
       ceiling: { name: 'jetstream-consume', rate: ceiling.consume_rate },
-      extra: { backlog_messages: messages, drain_seconds: drained.seconds, raw_publish_msgs_per_s: ceiling.publish_rate, bytes_per_message: ceiling.bytes_per_message },
+      extra: {
+        backlog_messages: messages,
+        drain_seconds: drained.seconds,
+        raw_publish_msgs_per_s: ceiling.publish_rate,
+        bytes_per_message: ceiling.bytes_per_message,
+      },
     };
   },
 };

@@ -22,7 +22,8 @@ export const reportByLocation: ReadScenario = {
   title: 'GET /api/v1/reports/asset-locations?location_id=..., random scan location',
   needs: [REPORT],
   unit: 'req/s',
-  paths: (ctx, count) => randomOf(ctx.dataset.scanLocations, count).map((l) => `/api/v1/reports/asset-locations?location_id=${l.id}&limit=50`),
+  paths: (ctx, count) =>
+    randomOf(ctx.dataset.scanLocations, count).map((l) => `/api/v1/reports/asset-locations?location_id=${l.id}&limit=50`),
 };
 
 /** What offset paging costs: random offsets over the whole report (reported, not a target). */

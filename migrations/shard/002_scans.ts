@@ -67,5 +67,6 @@ export async function down(knex: Knex): Promise<void> {
   for (const table of ['assets', 'locations', 'tags']) {
     for (const event of ['insert', 'update', 'delete']) await knex.raw(`DROP TRIGGER scan_epoch_${table}_${event}`);
   }
-  for (const table of ['scan_resolution_epoch', 'scan_ingest_state', 'scan_events', 'scan_history', 'scan_positions']) await knex.raw(`DROP TABLE ${table}`);
+  for (const table of ['scan_resolution_epoch', 'scan_ingest_state', 'scan_events', 'scan_history', 'scan_positions'])
+    await knex.raw(`DROP TABLE ${table}`);
 }

@@ -18,5 +18,6 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const index of ['assets_live_window', 'assets_live_name', 'assets_live_created_at', 'assets_live_updated_at']) await knex.raw(`DROP INDEX ${index}`);
+  for (const index of ['assets_live_window', 'assets_live_name', 'assets_live_created_at', 'assets_live_updated_at'])
+    await knex.raw(`DROP INDEX ${index}`);
 }

@@ -17,14 +17,22 @@ export async function up(knex: Knex): Promise<void> {
                   FROM assets a WHERE a.id = scan_positions.asset_id`);
   await knex.raw('DROP INDEX scan_positions_seen');
   await knex.raw('DROP INDEX scan_positions_location');
-  await knex.raw('CREATE INDEX scan_positions_seen ON scan_positions (org_id, last_seen_at, asset_id, asset_deleted_at, asset_valid_from, asset_valid_to)');
+  await knex.raw(
+    'CREATE INDEX scan_positions_seen ON scan_positions (org_id, last_seen_at, asset_id, asset_deleted_at, asset_valid_from, asset_valid_to)',
+  );
   // Without last_seen_at: a re-read then rewrites one index entry (scan_positions_seen), not two;
   // a location's few rows are sorted per request.
-  await knex.raw('CREATE INDEX scan_positions_location ON scan_positions (org_id, location_id, asset_id, last_seen_at, asset_deleted_at, asset_valid_from, asset_valid_to)');
+  await knex.raw(
+    'CREATE INDEX scan_positions_location ON scan_positions (org_id, location_id, asset_id, last_seen_at, asset_deleted_at, asset_valid_from, asset_valid_to)',
+  );
   await knex.raw('CREATE INDEX scan_positions_future ON scan_positions (org_id, asset_valid_from) WHERE asset_deleted_at IS NULL');
-  await knex.raw('CREATE INDEX scan_positions_expiring ON scan_positions (org_id, asset_valid_to) WHERE asset_deleted_at IS NULL AND asset_valid_to IS NOT NULL');
+  await knex.raw(
+    'CREATE INDEX scan_positions_expiring ON scan_positions (org_id, asset_valid_to) WHERE asset_deleted_at IS NULL AND asset_valid_to IS NOT NULL',
+  );
   await knex.raw('CREATE TABLE scan_report_counts (org_id INTEGER PRIMARY KEY, live_positions INTEGER NOT NULL)');
-  await knex.raw('INSERT INTO scan_report_counts (org_id, live_positions) SELECT org_id, count(*) FROM scan_positions WHERE asset_deleted_at IS NULL GROUP BY org_id');
+  await knex.raw(
+    'INSERT INTO scan_report_counts (org_id, live_positions) SELECT org_id, count(*) FROM scan_positions WHERE asset_deleted_at IS NULL GROUP BY org_id',
+  );
   await knex.raw(`
     CREATE TRIGGER scan_positions_asset_liveness AFTER UPDATE OF deleted_at, valid_from, valid_to ON assets
     BEGIN
@@ -45,7 +53,8 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const trigger of ['scan_report_count_liveness', 'scan_report_count_insert', 'scan_positions_asset_liveness']) await knex.raw(`DROP TRIGGER ${trigger}`);
+  for (const trigger of ['scan_report_count_liveness', 'scan_report_count_insert', 'scan_positions_asset_liveness'])
+    await knex.raw(`DROP TRIGGER ${trigger}`);
   await knex.raw('DROP TABLE scan_report_counts');
   for (const index of ['scan_positions_expiring', 'scan_positions_future']) await knex.raw(`DROP INDEX ${index}`);
 }

@@ -21,13 +21,23 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(`CREATE TRIGGER scan_epoch_assets_update AFTER UPDATE OF deleted_at ON assets ${bump('epoch')}`);
   await knex.raw(`CREATE TRIGGER scan_epoch_assets_delete AFTER DELETE ON assets ${bump('epoch')}`);
   await knex.raw(`CREATE TRIGGER scan_epoch_locations_insert AFTER INSERT ON locations ${bump('additions')}`);
-  await knex.raw(`CREATE TRIGGER scan_epoch_locations_update AFTER UPDATE OF deleted_at, external_key, org_id ON locations ${bump('epoch')}`);
+  await knex.raw(
+    `CREATE TRIGGER scan_epoch_locations_update AFTER UPDATE OF deleted_at, external_key, org_id ON locations ${bump('epoch')}`,
+  );
   await knex.raw(`CREATE TRIGGER scan_epoch_locations_delete AFTER DELETE ON locations ${bump('epoch')}`);
 }
 
-
 export async function down(knex: Knex): Promise<void> {
-  for (const trigger of ['tags_insert', 'tags_update', 'tags_delete', 'assets_update', 'assets_delete', 'locations_insert', 'locations_update', 'locations_delete']) {
+  for (const trigger of [
+    'tags_insert',
+    'tags_update',
+    'tags_delete',
+    'assets_update',
+    'assets_delete',
+    'locations_insert',
+    'locations_update',
+    'locations_delete',
+  ]) {
     await knex.raw(`DROP TRIGGER scan_epoch_${trigger}`);
   }
 }

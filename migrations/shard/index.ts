@@ -9,4 +9,13 @@ import * as eventIdRetention from './007_event_id_retention.js';
 import * as validityBoundaries from './008_validity_boundaries.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
-export const shardMigrations: Migration[] = [masterData, scans, assetListIndexes, locationTree, scanReport, scanResolution, eventIdRetention, validityBoundaries];
+export const shardMigrations: Migration[] = [
+  masterData,
+  scans,
+  assetListIndexes,
+  locationTree,
+  scanReport,
+  scanResolution,
+  eventIdRetention,
+  validityBoundaries,
+];

@@ -65,7 +65,10 @@ export function assetRoutes(): Route[] {
       scopes: WRITE,
       body: { schema: AssetPatch, contentType: 'application/merge-patch+json', check: assetPatchErrors },
       responses: { 200: { description: 'The updated asset', schema: DataEnvelope(AssetView) } },
-      handler: async (ctx) => ({ status: 200, body: { data: await patchAsset(ctx.shard, ctx.principal.orgId, ctx.params.asset_id, ctx.body) } }),
+      handler: async (ctx) => ({
+        status: 200,
+        body: { data: await patchAsset(ctx.shard, ctx.principal.orgId, ctx.params.asset_id, ctx.body) },
+      }),
     },
     {
       method: 'DELETE',

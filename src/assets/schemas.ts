@@ -35,14 +35,19 @@ export const AssetView = Type.Object(
 export type AssetView = Static<typeof AssetView>;
 
 /** Free-form JSON object; scalars, arrays and null are invalid_value (decode-stage type mismatch). */
-const Metadata = Type.Object({}, { additionalProperties: true, description: `Free-form JSON object, replaced whole on PATCH; {} is empty.` });
+const Metadata = Type.Object(
+  {},
+  { additionalProperties: true, description: `Free-form JSON object, replaced whole on PATCH; {} is empty.` },
+);
 
 const INGESTION_ONLY =
   "is read-only: an asset's location is derived from scans that arrive through the fixed-reader pipeline or handheld submission, never from the asset API";
 
 /** Declared so they are read_only on presence (interface 4.4), not unknown_field. */
 const LocationFieldsRejected = {
-  location_id: Type.Optional(Type.Unsafe<unknown>({ readOnly: true, description: `Rejected on presence (read_only): location_id ${INGESTION_ONLY}.` })),
+  location_id: Type.Optional(
+    Type.Unsafe<unknown>({ readOnly: true, description: `Rejected on presence (read_only): location_id ${INGESTION_ONLY}.` }),
+  ),
   location_external_key: Type.Optional(
     Type.Unsafe<unknown>({ readOnly: true, description: `Rejected on presence (read_only): location_external_key ${INGESTION_ONLY}.` }),
   ),
@@ -62,7 +67,10 @@ export const AssetCreate = Type.Object(
     is_active: Type.Optional(Type.Boolean({ default: true })),
     metadata: Type.Optional(Metadata),
     valid_from: Type.Optional({ ...RequiredTimestamp, description: 'Start of the effective window (default: now).' }),
-    valid_to: Type.Optional({ ...NullableTimestamp, description: 'End of the effective window (null: open-ended); must be later than valid_from.' }),
+    valid_to: Type.Optional({
+      ...NullableTimestamp,
+      description: 'End of the effective window (null: open-ended); must be later than valid_from.',
+    }),
     tags: Type.Optional(Type.Array(TagRequest, { maxItems: 100 })),
     ...LocationFieldsRejected,
   },
@@ -93,8 +101,10 @@ export function assetPatchErrors(body: Record<string, unknown>): FieldError[] {
 
 export const RenameBody = Type.Object({ external_key: ExternalKey }, { additionalProperties: false, 'x-component': 'RenameRequest' });
 
-export const RenameResult = Type.Object({
-  data: AssetView,
-  descendant_count_affected: Type.Integer({ description: 'Always 0 for assets.' }),
-}, { 'x-component': 'AssetRenameResult' });
-
+export const RenameResult = Type.Object(
+  {
+    data: AssetView,
+    descendant_count_affected: Type.Integer({ description: 'Always 0 for assets.' }),
+  },
+  { 'x-component': 'AssetRenameResult' },
+);

@@ -46,7 +46,18 @@ const SORT_COLUMNS = { external_key: 'a.external_key', name: 'a.name', created_a
 
 export function listAssets(shard: Shard, orgId: number, query: Record<string, unknown>, now: number): Page<AssetView> {
   const build = (tagMatch: TagMatch) => applyMasterFilters(orgQuery('assets', 'a', orgId), 'a', orgId, query, now, 'asset_id', tagMatch);
-  return masterPage(shard, build, { table: 'assets', alias: 'a', orgId, tagColumn: 'asset_id', query, columns: SORT_COLUMNS, extraSelect: ['a.metadata'], toView, now, indexedSorts: Object.keys(SORT_COLUMNS) });
+  return masterPage(shard, build, {
+    table: 'assets',
+    alias: 'a',
+    orgId,
+    tagColumn: 'asset_id',
+    query,
+    columns: SORT_COLUMNS,
+    extraSelect: ['a.metadata'],
+    toView,
+    now,
+    indexedSorts: Object.keys(SORT_COLUMNS),
+  });
 }
 
 /** Writer-side re-read after a write, in the same mailbox command. */
@@ -82,7 +93,19 @@ const createCommand = shardCommand(
           'INSERT INTO assets (id, org_id, external_key, name, description, is_active, metadata, valid_from, valid_to, created_at, updated_at) ' +
             'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
         )
-        .run(id, orgId, key, body.name, body.description ?? null, body.is_active === false ? 0 : 1, JSON.stringify(body.metadata ?? {}), validFrom, validTo, now, now);
+        .run(
+          id,
+          orgId,
+          key,
+          body.name,
+          body.description ?? null,
+          body.is_active === false ? 0 : 1,
+          JSON.stringify(body.metadata ?? {}),
+          validFrom,
+          validTo,
+          now,
+          now,
+        );
       insertTags(shard, orgId, ASSET_TAGS, id, body.tags ?? [], now);
       return readWritten(shard, orgId, id);
     })(),
@@ -107,7 +130,9 @@ const patchCommand = shardCommand(
     checkValidityWindow(validFrom, validTo, errors);
     throwIfInvalid(errors);
     writerStatements(shard)
-      .get('UPDATE assets SET name = ?, description = ?, is_active = ?, metadata = ?, valid_from = ?, valid_to = ?, updated_at = ? WHERE id = ? AND org_id = ?')
+      .get(
+        'UPDATE assets SET name = ?, description = ?, is_active = ?, metadata = ?, valid_from = ?, valid_to = ?, updated_at = ? WHERE id = ? AND org_id = ?',
+      )
       .run(
         has('name') ? patch.name : row.name,
         has('description') ? patch.description : row.description,
@@ -150,4 +175,3 @@ const deleteCommand = shardCommand(
 export function deleteAsset(shard: Shard, orgId: number, id: number): Promise<void> {
   return shard.send(deleteCommand, { orgId, id });
 }
-

@@ -34,7 +34,8 @@ function requestedExpiry(flags: CommandContext['flags']): number | null {
   if (typeof inText === 'string' && typeof atText === 'string') throw new CliError('give --expires-in or --expires-at, not both');
   if (typeof inText === 'string') {
     const m = DURATION.exec(inText);
-    if (m === null || Number(m[1]) === 0) throw new CliError(`--expires-in must look like 30d, 12h, 90m or 3600s, got ${JSON.stringify(inText)}`);
+    if (m === null || Number(m[1]) === 0)
+      throw new CliError(`--expires-in must look like 30d, 12h, 90m or 3600s, got ${JSON.stringify(inText)}`);
     return Date.now() + Number(m[1]) * UNIT_MS[m[2]];
   }
   if (typeof atText === 'string') {
@@ -47,11 +48,20 @@ function requestedExpiry(flags: CommandContext['flags']): number | null {
 }
 
 function parseScopes(text: string): string[] {
-  const scopes = [...new Set(text.split(',').map((s) => s.trim()).filter(Boolean))];
+  const scopes = [
+    ...new Set(
+      text
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+  ];
   if (scopes.length === 0) throw new CliError('--scopes needs at least one scope');
   for (const s of scopes) {
-    if (s === ADMIN_SCOPE) throw new CliError(`${ADMIN_SCOPE} is for internal key administration and cannot be granted to an integrator key`);
-    if (!(INTEGRATOR_SCOPES as readonly string[]).includes(s)) throw new CliError(`unknown scope ${JSON.stringify(s)}; allowed: ${INTEGRATOR_SCOPES.join(', ')}`);
+    if (s === ADMIN_SCOPE)
+      throw new CliError(`${ADMIN_SCOPE} is for internal key administration and cannot be granted to an integrator key`);
+    if (!(INTEGRATOR_SCOPES as readonly string[]).includes(s))
+      throw new CliError(`unknown scope ${JSON.stringify(s)}; allowed: ${INTEGRATOR_SCOPES.join(', ')}`);
   }
   return scopes;
 }

@@ -50,14 +50,16 @@ export class ControlPlane {
 
   /** Records the org's shard once, at creation, so the mapping never depends on a later SHARDS value. */
   createOrg(name: string, shardCount: number): OrgRow {
-    return this.db.transaction(() => {
-      const next = (this.db.prepare('SELECT COALESCE(MAX(id), 0) + 1 AS id FROM orgs').get() as { id: number }).id;
-      const shard = (next - 1) % shardCount;
-      const info = this.db
-        .prepare('INSERT INTO orgs (id, name, shard, created_at) VALUES (?, ?, ?, ?)')
-        .run(next, name, shard, Date.now());
-      return { id: Number(info.lastInsertRowid), name, shard };
-    }).immediate();
+    return this.db
+      .transaction(() => {
+        const next = (this.db.prepare('SELECT COALESCE(MAX(id), 0) + 1 AS id FROM orgs').get() as { id: number }).id;
+        const shard = (next - 1) % shardCount;
+        const info = this.db
+          .prepare('INSERT INTO orgs (id, name, shard, created_at) VALUES (?, ?, ?, ?)')
+          .run(next, name, shard, Date.now());
+        return { id: Number(info.lastInsertRowid), name, shard };
+      })
+      .immediate();
   }
 
   listOrgs(): OrgRow[] {
@@ -114,13 +116,15 @@ export class ControlPlane {
 
   /** Reserves a block of ids for one entity type; ids are unique per type across all shards. */
   reserveIds(entity: string, count = ID_BLOCK_SIZE): { start: number; end: number } {
-    return this.db.transaction(() => {
-      const row = this.db.prepare('SELECT next_id FROM id_blocks WHERE entity = ?').get(entity) as { next_id: number } | undefined;
-      const start = row?.next_id ?? 1;
-      this.db
-        .prepare('INSERT INTO id_blocks (entity, next_id) VALUES (?, ?) ON CONFLICT(entity) DO UPDATE SET next_id = excluded.next_id')
-        .run(entity, start + count);
-      return { start, end: start + count };
-    }).immediate();
+    return this.db
+      .transaction(() => {
+        const row = this.db.prepare('SELECT next_id FROM id_blocks WHERE entity = ?').get(entity) as { next_id: number } | undefined;
+        const start = row?.next_id ?? 1;
+        this.db
+          .prepare('INSERT INTO id_blocks (entity, next_id) VALUES (?, ?) ON CONFLICT(entity) DO UPDATE SET next_id = excluded.next_id')
+          .run(entity, start + count);
+        return { start, end: start + count };
+      })
+      .immediate();
   }
 }

@@ -47,7 +47,8 @@ export const notFound = (detail: string): DomainError => new DomainError('not_fo
 
 export const conflict = (detail: string): DomainError => new DomainError('conflict', detail);
 
-export const unavailable = (detail: string, retryAfterSeconds?: number): DomainError => new DomainError('unavailable', detail, undefined, retryAfterSeconds);
+export const unavailable = (detail: string, retryAfterSeconds?: number): DomainError =>
+  new DomainError('unavailable', detail, undefined, retryAfterSeconds);
 
 /** Invalid fields; the detail is the first field's message plus the count of the rest. */
 export function invalid(fields: FieldError[]): DomainError {

@@ -30,7 +30,11 @@ export function asApiError(err: unknown): ApiError {
       case 'invalid':
         return new ApiError('validation_error', err.detail, { fields: err.fields });
       case 'unavailable':
-        return new ApiError('service_unavailable', err.detail, err.retryAfterSeconds === undefined ? {} : { headers: { 'Retry-After': String(err.retryAfterSeconds) } });
+        return new ApiError(
+          'service_unavailable',
+          err.detail,
+          err.retryAfterSeconds === undefined ? {} : { headers: { 'Retry-After': String(err.retryAfterSeconds) } },
+        );
     }
   }
   return new ApiError('internal_error', GENERIC_INTERNAL_DETAIL);

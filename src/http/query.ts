@@ -78,7 +78,9 @@ export function splitQuery(raw: string): { params: Map<string, string[]>; errors
     const name = decode(eq === -1 ? piece : piece.slice(0, eq));
     const value = decode(eq === -1 ? '' : piece.slice(eq + 1));
     if (name === undefined || value === undefined) {
-      errors.push(fieldError(name ?? piece.slice(0, eq === -1 ? undefined : eq), 'invalid_value', 'query parameter is not valid percent-encoding'));
+      errors.push(
+        fieldError(name ?? piece.slice(0, eq === -1 ? undefined : eq), 'invalid_value', 'query parameter is not valid percent-encoding'),
+      );
       continue;
     }
     const list = params.get(name);
@@ -108,9 +110,12 @@ export function parsePathId(name: string, text: string, errors: FieldError[]): n
 export function parseExternalKey(name: string, text: string, errors: FieldError[]): string | undefined {
   if (text.length === 0) errors.push(fieldError(name, 'too_short', `${name} must be at least 1 characters long`, { min_length: 1 }));
   else if (text.length > 255) errors.push(fieldError(name, 'too_long', `${name} must be at most 255 characters long`, { max_length: 255 }));
-  else if (text.includes(',')) errors.push(fieldError(name, 'invalid_value', `${name} must not be comma-joined; repeat the parameter for several values`));
+  else if (text.includes(','))
+    errors.push(fieldError(name, 'invalid_value', `${name} must not be comma-joined; repeat the parameter for several values`));
   else if (!EXTERNAL_KEY_PATTERN.test(text))
-    errors.push(fieldError(name, 'invalid_value', `${name} must contain only letters, digits and hyphens`, { pattern: EXTERNAL_KEY_PATTERN.source }));
+    errors.push(
+      fieldError(name, 'invalid_value', `${name} must contain only letters, digits and hyphens`, { pattern: EXTERNAL_KEY_PATTERN.source }),
+    );
   else return text;
   return undefined;
 }
@@ -187,7 +192,8 @@ export function parseQuery(raw: string, spec: QuerySpec, errors: FieldError[]): 
   for (const [name, texts] of params) {
     const param = Object.hasOwn(spec, name) ? spec[name] : undefined;
     if (param === undefined) {
-      if (!isListEndpoint && LIST_PARAMETER_NAMES.has(name)) errors.push(fieldError(name, 'invalid_context', `${name} is not accepted on this endpoint`));
+      if (!isListEndpoint && LIST_PARAMETER_NAMES.has(name))
+        errors.push(fieldError(name, 'invalid_context', `${name} is not accepted on this endpoint`));
       else errors.push(fieldError(name, 'unknown_field', `${name} is not a recognized query parameter`));
       continue;
     }

@@ -71,7 +71,11 @@ export interface Route {
      * reported together; `failed` holds the fields already reported. A valid request gets these checks
      * in its handler (inside the write command) instead.
      */
-    resolve?: (body: Record<string, unknown>, scope: { shard: Shard; orgId: number; params: Record<string, number> }, failed: Set<string>) => FieldError[];
+    resolve?: (
+      body: Record<string, unknown>,
+      scope: { shard: Shard; orgId: number; params: Record<string, number> },
+      failed: Set<string>,
+    ) => FieldError[];
   };
   responses: Record<number, ResponseSpec>;
   handler: (ctx: RequestContext) => Reply | Promise<Reply>;

@@ -87,7 +87,6 @@ interface RequestSeries {
   latency: HistogramSeries;
 }
 
-
 export interface HttpServerOptions {
   host: string;
   port: number;
@@ -219,7 +218,18 @@ export class HttpServer {
   }
 
   /** The steps after routing and authentication, in the order that decides which failure answers. */
-  private async run(p: Pending, request: { compiled: CompiledRoute; rawParams: Record<string, string>; rawQuery: string; contentType: string; body: Promise<Buffer | undefined> | undefined; principal: Principal | Promise<Principal> | undefined; isHead: boolean }): Promise<void> {
+  private async run(
+    p: Pending,
+    request: {
+      compiled: CompiledRoute;
+      rawParams: Record<string, string>;
+      rawQuery: string;
+      contentType: string;
+      body: Promise<Buffer | undefined> | undefined;
+      principal: Principal | Promise<Principal> | undefined;
+      isHead: boolean;
+    },
+  ): Promise<void> {
     const { compiled, isHead } = request;
     const route = compiled.route;
     try {
@@ -239,7 +249,8 @@ export class HttpServer {
       }
       if (errors.length > 0) throw ApiError.validation(errors);
       const cachedId = route.cacheable === undefined ? 0 : params[compiled.paramNames[0]];
-      const cached = principal === undefined ? undefined : cacheLookup(route, shard, this.options.responseCacheBytes, principal.orgId, cachedId);
+      const cached =
+        principal === undefined ? undefined : cacheLookup(route, shard, this.options.responseCacheBytes, principal.orgId, cachedId);
       if (cached !== undefined && 'hit' in cached) return this.send(p, { status: 200, text: cached.hit }, isHead);
       const ctx: RequestContext = {
         requestId: p.requestId,

@@ -38,7 +38,11 @@ export function compileRoute(route: Route): CompiledRoute {
 }
 
 /** Step 1, routing: the route for the method and path (HEAD runs GET), else 404, or 405 with Allow. */
-export function matchRoute(router: Router<CompiledRoute>, method: string, path: string): { compiled: CompiledRoute; rawParams: Record<string, string> } {
+export function matchRoute(
+  router: Router<CompiledRoute>,
+  method: string,
+  path: string,
+): { compiled: CompiledRoute; rawParams: Record<string, string> } {
   const match = router.match(path);
   if (match === undefined) throw ApiError.notFound(`No resource at ${path}`);
   const compiled = match.handlers.get((method === 'HEAD' ? 'GET' : method) as Method);
@@ -46,7 +50,9 @@ export function matchRoute(router: Router<CompiledRoute>, method: string, path: 
     const allow: string[] = [...match.handlers.keys()];
     if (allow.includes('GET')) allow.splice(allow.indexOf('GET') + 1, 0, 'HEAD');
     const allowText = allow.join(', ');
-    throw new ApiError('method_not_allowed', `Method ${method} is not allowed; allowed methods: ${allowText}`, { headers: { Allow: allowText } });
+    throw new ApiError('method_not_allowed', `Method ${method} is not allowed; allowed methods: ${allowText}`, {
+      headers: { Allow: allowText },
+    });
   }
   return { compiled, rawParams: match.params };
 }
@@ -55,7 +61,13 @@ export function matchRoute(router: Router<CompiledRoute>, method: string, path: 
  * Step 2, authentication: undefined for routes without scopes; a principal from the token cache
  * (synchronously), or the promise of a first verification. 401 for a missing or malformed header.
  */
-export function authenticate(authenticator: Authenticator, route: Route, authorization: string, hasApiKeyHeader: boolean, now: number): Principal | Promise<Principal> | undefined {
+export function authenticate(
+  authenticator: Authenticator,
+  route: Route,
+  authorization: string,
+  hasApiKeyHeader: boolean,
+  now: number,
+): Principal | Promise<Principal> | undefined {
   if (route.scopes === undefined) return undefined;
   const token = Authenticator.bearerToken(authorization, hasApiKeyHeader);
   return authenticator.cached(token, now) ?? authenticator.verify(token);
@@ -71,9 +83,13 @@ export function takeRate(limiter: RateLimiter, key: string, now: number): RateWi
 /** The 429 for a window over its budget; carries the window so that the answer shows its headers. */
 export function rateLimited(limiter: RateLimiter, window: RateWindow, now: number): ApiError & { window: RateWindow } {
   const retryAfter = limiter.resetSeconds(window, now);
-  const error = new ApiError('rate_limited', `Rate limit of ${limiter.limit} requests per minute exceeded; retry after ${retryAfter} seconds`, {
-    headers: { 'Retry-After': String(retryAfter) },
-  });
+  const error = new ApiError(
+    'rate_limited',
+    `Rate limit of ${limiter.limit} requests per minute exceeded; retry after ${retryAfter} seconds`,
+    {
+      headers: { 'Retry-After': String(retryAfter) },
+    },
+  );
   return Object.assign(error, { window });
 }
 
@@ -96,7 +112,13 @@ export function resolveShard(shards: ShardRegistry, route: Route, principal: Pri
  * Step 6, path ids and query: parsed into `errors` (reported with the body's). The unknown-parameter
  * rule is the public interface's: a probe's or scraper's query never fails /healthz, /readyz, /metrics.
  */
-export function parseInputs(compiled: CompiledRoute, rawParams: Record<string, string>, rawQuery: string, isApi: boolean, errors: FieldError[]): { params: Record<string, number>; query: Record<string, unknown> } {
+export function parseInputs(
+  compiled: CompiledRoute,
+  rawParams: Record<string, string>,
+  rawQuery: string,
+  isApi: boolean,
+  errors: FieldError[],
+): { params: Record<string, number>; query: Record<string, unknown> } {
   const params: Record<string, number> = {};
   for (const name of compiled.paramNames) params[name] = parsePathId(name, rawParams[name], errors);
   const query = isApi ? parseQuery(rawQuery, compiled.route.query ?? {}, errors) : {};
@@ -110,7 +132,9 @@ export function checkMediaType(route: Route, contentType: string): void {
   if (mediaType === route.body.contentType) return;
   throw new ApiError(
     'unsupported_media_type',
-    route.method === 'PATCH' ? 'Content-Type must be application/merge-patch+json on PATCH operations' : 'Content-Type must be application/json',
+    route.method === 'PATCH'
+      ? 'Content-Type must be application/merge-patch+json on PATCH operations'
+      : 'Content-Type must be application/json',
   );
 }
 
@@ -128,8 +152,10 @@ export function decodeBody(raw: Buffer, isPatch: boolean): Record<string, unknow
   }
   if (typeof value === 'object' && value !== null) {
     const duplicate = findDuplicateKey(text);
-    if (duplicate !== undefined) throw new ApiError('bad_request', `Request body is not valid JSON: duplicate key ${JSON.stringify(duplicate)}`);
-    if (hasLoneSurrogate(text, value)) throw new ApiError('bad_request', 'Request body is not valid JSON: a string holds an unpaired UTF-16 surrogate escape');
+    if (duplicate !== undefined)
+      throw new ApiError('bad_request', `Request body is not valid JSON: duplicate key ${JSON.stringify(duplicate)}`);
+    if (hasLoneSurrogate(text, value))
+      throw new ApiError('bad_request', 'Request body is not valid JSON: a string holds an unpaired UTF-16 surrogate escape');
   }
   if (value === null && isPatch) throw new ApiError('bad_request', 'Request body must be a JSON object (RFC 7396)');
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {

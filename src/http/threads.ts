@@ -163,7 +163,13 @@ function assertPortFree(host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(new Error(err.code === 'EADDRINUSE' ? `cannot listen on ${host}:${port}: the port is in use by another process` : `cannot listen on ${host}:${port}: ${err.message}`)),
+      reject(
+        new Error(
+          err.code === 'EADDRINUSE'
+            ? `cannot listen on ${host}:${port}: the port is in use by another process`
+            : `cannot listen on ${host}:${port}: ${err.message}`,
+        ),
+      ),
     );
     server.listen({ port, host, exclusive: true }, () => server.close(() => resolve()));
   });

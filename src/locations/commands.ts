@@ -89,7 +89,8 @@ function judgePatch(stmts: LocationStatements, orgId: number, row: LocationRow, 
   return { patch, parent, validFrom, validTo };
 }
 
-const usable = (body: Record<string, unknown>, failed: Set<string>) => Object.fromEntries(Object.entries(body).filter(([field]) => !failed.has(field)));
+const usable = (body: Record<string, unknown>, failed: Set<string>) =>
+  Object.fromEntries(Object.entries(body).filter(([field]) => !failed.has(field)));
 
 /** The create rules that need data (parent rules), for a body that already failed elsewhere (Route.body.resolve). */
 export const createDataErrors: NonNullable<NonNullable<Route['body']>['resolve']> = (body, { shard, orgId }, failed) => {

@@ -21,7 +21,9 @@ export function listLocations(shard: Shard, orgId: number, query: Record<string,
     if (parentIds !== undefined) base.whereIn('l.parent_id', parentIds);
     // Parents by key whatever their state, so the filter matches the parent_external_key the views show.
     if (parentKeys !== undefined) {
-      base.whereIn('l.parent_id', (sub) => sub.select('p.id').from('locations as p').where('p.org_id', orgId).whereIn('p.external_key', parentKeys));
+      base.whereIn('l.parent_id', (sub) =>
+        sub.select('p.id').from('locations as p').where('p.org_id', orgId).whereIn('p.external_key', parentKeys),
+      );
     }
     return base;
   };

@@ -7,7 +7,9 @@ import { MAX_DEPTH, type LocationRow, type LocationStatements } from './store.js
  * `parent_external_key`, or by both (then they must agree); null on either means root.
  */
 
-type Side = { field: 'parent_id' | 'parent_external_key'; resolved: true; target: number | null } | { field: 'parent_id' | 'parent_external_key'; resolved: false };
+type Side =
+  | { field: 'parent_id' | 'parent_external_key'; resolved: true; target: number | null }
+  | { field: 'parent_id' | 'parent_external_key'; resolved: false };
 
 export type ParentDecision = { change: false } | { change: true; parentId: number | null };
 
@@ -64,7 +66,11 @@ export function resolveParent(
     if (!side.resolved) errors.push(notFound(side, body[side.field]));
     else
       errors.push(
-        fieldError(side.field, 'ambiguous_fields', 'parent_id and parent_external_key name different parents; send one of them, or both naming the same parent'),
+        fieldError(
+          side.field,
+          'ambiguous_fields',
+          'parent_id and parent_external_key name different parents; send one of them, or both naming the same parent',
+        ),
       );
   }
   return { change: false };
@@ -77,8 +83,6 @@ export function assertNoCycle(stmts: LocationStatements, orgId: number, location
     throw conflictError(`parent cycle: location ${locationId} cannot be its own parent`);
   }
   if (stmts.isInChainOf.get({ org: orgId, node: parentId, ancestor: locationId, limit: MAX_DEPTH }) === 1) {
-    throw conflictError(
-      `parent cycle: location ${parentId} is a descendant of location ${locationId}, so it cannot become its parent`,
-    );
+    throw conflictError(`parent cycle: location ${parentId} is a descendant of location ${locationId}, so it cannot become its parent`);
   }
 }

@@ -1,6 +1,14 @@
 import { Type } from '@sinclair/typebox';
 import type { RequestContext, Route } from '../http/route.js';
-import { createDataErrors, createLocation, deleteLocation, LOCATION_TAGS, patchDataErrors, patchLocation, renameLocation } from './commands.js';
+import {
+  createDataErrors,
+  createLocation,
+  deleteLocation,
+  LOCATION_TAGS,
+  patchDataErrors,
+  patchLocation,
+  renameLocation,
+} from './commands.js';
 import { listLocations } from './list.js';
 import {
   CreateLocationBody,
@@ -32,11 +40,7 @@ function requireLive(ctx: RequestContext): number {
   return id;
 }
 
-const treeRoute = (
-  name: 'ancestors' | 'children' | 'descendants',
-  summary: string,
-  run: typeof descendants,
-): Route => ({
+const treeRoute = (name: 'ancestors' | 'children' | 'descendants', summary: string, run: typeof descendants): Route => ({
   method: 'GET',
   path: `${ITEM}/${name}`,
   operationId: `listLocation${name[0].toUpperCase()}${name.slice(1)}`,

@@ -78,21 +78,31 @@ export const RenameBody = Type.Object({ external_key: ExternalKey }, { additiona
 
 export const LocationEnvelope = DataEnvelope(LocationView);
 export const LocationList = ListEnvelope(LocationView);
-export const RenameResult = Type.Object({
-  data: LocationView,
-  descendant_count_affected: Type.Integer({ minimum: 0 }),
-}, { 'x-component': 'LocationRenameResult' });
+export const RenameResult = Type.Object(
+  {
+    data: LocationView,
+    descendant_count_affected: Type.Integer({ minimum: 0 }),
+  },
+  { 'x-component': 'LocationRenameResult' },
+);
 
 export const LIST_SORT_FIELDS = ['external_key', 'name', 'created_at'] as const;
 
 export const listQuery: QuerySpec = {
   ...masterListParams(LIST_SORT_FIELDS, 'external_key'),
   parent_id: { kind: 'id', repeatable: true, description: 'Any-of filter on parent_id; not together with parent_external_key.' },
-  parent_external_key: { kind: 'external_key', repeatable: true, description: 'Any-of filter on the parent external_key; not together with parent_id.' },
+  parent_external_key: {
+    kind: 'external_key',
+    repeatable: true,
+    description: 'Any-of filter on the parent external_key; not together with parent_id.',
+  },
 };
 
 /** Body checks reported with the schema's failures (tag_type rule, valid window on the body alone). */
-export const createErrors = (body: Record<string, unknown>, now: number): FieldError[] => [...tagListErrors(body), ...bodyWindowErrors(body, now)];
+export const createErrors = (body: Record<string, unknown>, now: number): FieldError[] => [
+  ...tagListErrors(body),
+  ...bodyWindowErrors(body, now),
+];
 export const patchErrors = (body: Record<string, unknown>): FieldError[] => bodyWindowErrors(body);
 
 /** The tree endpoints page with limit/offset in a fixed order; `sort` is refused. */
@@ -101,4 +111,3 @@ export const treeQuery: QuerySpec = {
   offset: pagingParams([], '').offset,
   sort: { kind: 'reject', message: 'sort parameter not supported on this endpoint' },
 };
-

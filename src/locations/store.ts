@@ -54,9 +54,7 @@ export class LocationStatements {
   constructor(db: Db) {
     this.byId = db.prepare(`SELECT ${ROW_COLUMNS} FROM ${ROW_FROM} WHERE l.org_id = ? AND l.id = ?`);
     this.liveById = db.prepare(`SELECT ${ROW_COLUMNS} FROM ${ROW_FROM} WHERE l.org_id = ? AND l.id = ? AND l.deleted_at IS NULL`);
-    this.liveIdByKey = db
-      .prepare('SELECT id FROM locations WHERE org_id = ? AND external_key = ? AND deleted_at IS NULL')
-      .pluck();
+    this.liveIdByKey = db.prepare('SELECT id FROM locations WHERE org_id = ? AND external_key = ? AND deleted_at IS NULL').pluck();
     // `+l.org_id`: look the ids up by primary key rather than scanning the organization's index.
     this.byIds = db.prepare(`SELECT ${ROW_COLUMNS} FROM ${ROW_FROM} WHERE +l.org_id = ? AND l.id IN (SELECT value FROM json_each(?))`);
     this.ancestors = db.prepare(`
@@ -126,4 +124,3 @@ export const readStatements = shardState((shard: Shard) => new LocationStatement
 
 /** Statements on the writer connection, for use inside shard commands only. */
 export const writeStatements = shardState((shard: ShardWriter) => new LocationStatements(shard.writer));
-

@@ -32,7 +32,9 @@ function page(stmts: LocationStatements, orgId: number, ids: number[], paging: P
 
 /** Root first, walking down the parent chain to the location's parent. */
 export function ancestors(stmts: LocationStatements, orgId: number, id: number, now: number, paging: Paging): Page<LocationView> {
-  const chain = stmts.ancestors.all({ org: orgId, id, limit: MAX_DEPTH }) as Array<TreeNode & { deleted_at: number | null; distance: number }>;
+  const chain = stmts.ancestors.all({ org: orgId, id, limit: MAX_DEPTH }) as Array<
+    TreeNode & { deleted_at: number | null; distance: number }
+  >;
   const visible = chain
     .filter((n) => n.deleted_at === null && isEffective(n, now))
     .sort((a, b) => b.distance - a.distance || a.id - b.id)
@@ -70,7 +72,14 @@ export function preorder(rootId: number, nodes: TreeNode[]): TreeNode[] {
 }
 
 /** The visible subtree is walked once and kept (TableMemo) until a location write or validity boundary: every page reuses it. */
-export function descendants(stmts: LocationStatements, orgId: number, id: number, now: number, paging: Paging, memo?: TableMemo<number[]>): Page<LocationView> {
+export function descendants(
+  stmts: LocationStatements,
+  orgId: number,
+  id: number,
+  now: number,
+  paging: Paging,
+  memo?: TableMemo<number[]>,
+): Page<LocationView> {
   const walk = () =>
     preorder(id, stmts.subtree.all({ org: orgId, id }) as TreeNode[])
       .filter((n) => isEffective(n, now))

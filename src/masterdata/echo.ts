@@ -9,12 +9,21 @@ import { requestTime } from './rules.js';
  * verbatim GET-to-PATCH echo validates; `takeReadOnlyEchoes` then judges them against the row.
  */
 export const ReadOnlyEchoProperties = {
-  id: Type.Optional(Type.Integer({ format: 'int64', 'x-int64': true, description: 'Read-only echo: dropped when equal to the current value, else read_only.' })),
-  external_key: Type.Optional(Type.String({ description: 'Read-only echo: dropped when equal, else invalid_context (use the rename endpoint).' })),
+  id: Type.Optional(
+    Type.Integer({
+      format: 'int64',
+      'x-int64': true,
+      description: 'Read-only echo: dropped when equal to the current value, else read_only.',
+    }),
+  ),
+  external_key: Type.Optional(
+    Type.String({ description: 'Read-only echo: dropped when equal, else invalid_context (use the rename endpoint).' }),
+  ),
   created_at: Type.Optional({ ...RequiredTimestamp, description: 'Read-only echo, compared by instant: else read_only.' }),
   updated_at: Type.Optional({
     ...RequiredTimestamp,
-    description: 'Optimistic-concurrency token: when sent it must equal the current value (by instant), else read_only. Omit to skip the check.',
+    description:
+      'Optimistic-concurrency token: when sent it must equal the current value (by instant), else read_only. Omit to skip the check.',
   }),
   deleted_at: Type.Optional({ ...NullableTimestamp, description: 'Read-only echo, compared by instant: else read_only.' }),
   tags: Type.Optional(
@@ -23,7 +32,8 @@ export const ReadOnlyEchoProperties = {
         type: 'array',
         // Documented inline: the published Tag is the response form, open to additive fields.
         items: { ...TagView, 'x-component': undefined },
-        description: 'Read-only echo, compared as a set by tag id and content (order ignored): else invalid_context (use the tags sub-resource).',
+        description:
+          'Read-only echo, compared as a set by tag id and content (order ignored): else invalid_context (use the tags sub-resource).',
       },
     }),
   ),
@@ -72,7 +82,13 @@ export function takeReadOnlyEchoes(body: Record<string, unknown>, current: EchoT
     errors.push(fieldError('external_key', 'invalid_context', 'external_key cannot be changed by PATCH; use the rename endpoint'));
   }
   if (body.created_at !== undefined && requestTime(body.created_at) !== current.created_at) {
-    errors.push(fieldError('created_at', 'read_only', `created_at is read-only; the value sent differs from the current value ${formatTimestamp(current.created_at)}`));
+    errors.push(
+      fieldError(
+        'created_at',
+        'read_only',
+        `created_at is read-only; the value sent differs from the current value ${formatTimestamp(current.created_at)}`,
+      ),
+    );
   }
   if (body.updated_at !== undefined && requestTime(body.updated_at) !== current.updated_at) {
     errors.push(
@@ -84,7 +100,13 @@ export function takeReadOnlyEchoes(body: Record<string, unknown>, current: EchoT
     );
   }
   if (body.deleted_at !== undefined && requestTime(body.deleted_at) !== current.deleted_at) {
-    errors.push(fieldError('deleted_at', 'read_only', `deleted_at is read-only; the value sent differs from the current value ${formatNullableTimestamp(current.deleted_at)}`));
+    errors.push(
+      fieldError(
+        'deleted_at',
+        'read_only',
+        `deleted_at is read-only; the value sent differs from the current value ${formatNullableTimestamp(current.deleted_at)}`,
+      ),
+    );
   }
   if (body.tags !== undefined && !sameTagSet(body.tags as unknown[], current.tags)) {
     errors.push(fieldError('tags', 'invalid_context', 'tags cannot be changed by PATCH; use the tags sub-resource'));

@@ -12,10 +12,21 @@ import { shardState } from '../shards/state.js';
 export function masterListParams(sortFields: readonly string[], defaultSort: string): QuerySpec {
   return {
     ...pagingParams(sortFields, defaultSort),
-    external_key: { kind: 'external_key', repeatable: true, description: 'Any of these keys (repeat the parameter; comma-joined values are rejected).' },
+    external_key: {
+      kind: 'external_key',
+      repeatable: true,
+      description: 'Any of these keys (repeat the parameter; comma-joined values are rejected).',
+    },
     is_active: { kind: 'boolean', description: 'Only rows with this is_active (default: both).' },
-    include_deleted: { kind: 'boolean', default: false, description: 'Also return soft-deleted rows (the currently-effective rule still applies).' },
-    q: { kind: 'q', description: 'Case-insensitive substring of name, external_key, description or a live tag value; only the first q is honoured.' },
+    include_deleted: {
+      kind: 'boolean',
+      default: false,
+      description: 'Also return soft-deleted rows (the currently-effective rule still applies).',
+    },
+    q: {
+      kind: 'q',
+      description: 'Case-insensitive substring of name, external_key, description or a live tag value; only the first q is honoured.',
+    },
   };
 }
 
@@ -34,7 +45,9 @@ export function substringMatch(text: string): { sql: (column: string) => string;
 
 /** Registers the lower function on the shard's read connection of this thread, once. */
 export const registerLowerFunction = shardState((shard: Shard): true => {
-  shard.reader.function(LOWER_FUNCTION, { deterministic: true }, (value: unknown) => (typeof value === 'string' ? value.toLowerCase() : value));
+  shard.reader.function(LOWER_FUNCTION, { deterministic: true }, (value: unknown) =>
+    typeof value === 'string' ? value.toLowerCase() : value,
+  );
   return true;
 });
 
@@ -121,7 +134,8 @@ export function masterPage<Row extends MasterRow, View>(
     offset: offset as number,
     select: [`${alias}.id`],
     // Soft-deleted rows' validity boundaries are not tracked (TableMemo): include_deleted lists count each time.
-    count: (compute) => (filters.include_deleted === true ? compute() : counts.get(`${options.orgId} ${JSON.stringify(filters)}`, options.now, compute)),
+    count: (compute) =>
+      filters.include_deleted === true ? compute() : counts.get(`${options.orgId} ${JSON.stringify(filters)}`, options.now, compute),
     pageBase: (total) => (shortWalk(total) ? build('exists') : base),
   });
   if (page.length === 0) return { data: [], limit: limit as number, offset: offset as number, total_count: total };

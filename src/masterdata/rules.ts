@@ -44,7 +44,11 @@ export function metadataErrors(body: Record<string, unknown>): FieldError[] {
   const metadata = body.metadata;
   if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) return [];
   if (!depthExceeds(metadata, METADATA_MAX_DEPTH)) return [];
-  return [fieldError('metadata', 'invalid_value', `metadata must not be nested deeper than ${METADATA_MAX_DEPTH} levels`, { max_depth: METADATA_MAX_DEPTH })];
+  return [
+    fieldError('metadata', 'invalid_value', `metadata must not be nested deeper than ${METADATA_MAX_DEPTH} levels`, {
+      max_depth: METADATA_MAX_DEPTH,
+    }),
+  ];
 }
 
 function parsedTime(value: unknown): number | undefined {

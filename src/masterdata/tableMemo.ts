@@ -53,8 +53,12 @@ export class TableMemo<T> {
   /** The first time after `now` at which a live row of any org on this shard becomes effective or stops being so. */
   private nextBoundary(now: number): number {
     const statements = this.shard.readerStatements;
-    const from = statements.get(`SELECT min(valid_from) FROM ${this.table} WHERE deleted_at IS NULL AND valid_from > ?`).pluck().get(now) as number | null;
-    const to = statements.get(`SELECT min(valid_to) FROM ${this.table} WHERE deleted_at IS NULL AND valid_to > ?`).pluck().get(now) as number | null;
+    const from = statements.get(`SELECT min(valid_from) FROM ${this.table} WHERE deleted_at IS NULL AND valid_from > ?`).pluck().get(now) as
+      | number
+      | null;
+    const to = statements.get(`SELECT min(valid_to) FROM ${this.table} WHERE deleted_at IS NULL AND valid_to > ?`).pluck().get(now) as
+      | number
+      | null;
     return Math.min(from ?? Infinity, to ?? Infinity);
   }
 }

@@ -38,7 +38,12 @@ export function tagTypeErrors(tag: unknown, prefix = ''): FieldError[] {
   if (value === undefined) return [];
   if (value === null) return [fieldError(field, 'required', `${field} is required`)];
   if (typeof value !== 'string') {
-    return [fieldError(field, 'invalid_value', `${field} must be of type string, got ${jsonTypeOf(value)}`, { expected_type: 'string', received_type: jsonTypeOf(value) })];
+    return [
+      fieldError(field, 'invalid_value', `${field} must be of type string, got ${jsonTypeOf(value)}`, {
+        expected_type: 'string',
+        received_type: jsonTypeOf(value),
+      }),
+    ];
   }
   if (!(TAG_TYPES as readonly string[]).includes(value)) {
     return [fieldError(field, 'invalid_value', `${field} must be one of: ${TAG_TYPES.join(', ')}`, { allowed_values: [...TAG_TYPES] })];
@@ -90,7 +95,14 @@ function tagConflict(tag: TagRequestBody): DomainError {
  * Inserts tags for a live owner row. Writer side only (inside a shard command, in the caller's
  * transaction): (tag_type, value) must be unique per organization among live tags, else 409.
  */
-export function insertTags(shard: ShardWriter, orgId: number, owner: TagOwner, ownerId: number, tags: TagRequestBody[], now: number): TagView[] {
+export function insertTags(
+  shard: ShardWriter,
+  orgId: number,
+  owner: TagOwner,
+  ownerId: number,
+  tags: TagRequestBody[],
+  now: number,
+): TagView[] {
   const statements = writerStatements(shard);
   const taken = statements.get('SELECT 1 FROM tags WHERE org_id = ? AND tag_type = ? AND value = ? AND deleted_at IS NULL');
   const insert = statements.get(`INSERT INTO tags (id, org_id, tag_type, value, ${owner.column}, created_at) VALUES (?, ?, ?, ?, ?, ?)`);
@@ -157,7 +169,10 @@ const capitalized = (s: string) => s[0].toUpperCase() + s.slice(1);
  * The tags sub-resource of an owner: POST `{collection}/{id}/tags` (201 + Location) and
  * DELETE `{collection}/{id}/tags/{tag_id}` (204, repeat 404).
  */
-export function tagRoutes(owner: TagOwner, options: { collectionPath: string; idParam: string; openApiTag: string; scopes: string[] }): Route[] {
+export function tagRoutes(
+  owner: TagOwner,
+  options: { collectionPath: string; idParam: string; openApiTag: string; scopes: string[] },
+): Route[] {
   const base = `${options.collectionPath}/{${options.idParam}}/tags`;
   const noun = capitalized(owner.noun);
   return [

@@ -18,7 +18,18 @@ export interface MasterRow {
   tags_json: string | null;
 }
 
-export const MASTER_COLUMNS = ['id', 'external_key', 'name', 'description', 'is_active', 'valid_from', 'valid_to', 'created_at', 'updated_at', 'deleted_at'] as const;
+export const MASTER_COLUMNS = [
+  'id',
+  'external_key',
+  'name',
+  'description',
+  'is_active',
+  'valid_from',
+  'valid_to',
+  'created_at',
+  'updated_at',
+  'deleted_at',
+] as const;
 
 /** `a.id, a.external_key, ...` for SQL text. */
 export function masterColumns(alias: string): string[] {

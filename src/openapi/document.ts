@@ -114,7 +114,8 @@ export function toOpenApiSchema(schema: TSchema | Json, publishing?: Publishing)
 function publish(name: string, schema: Json, publishing: Publishing): Json {
   const form = publishing.response ? openResponseSchema(schema) : schema;
   const existing = publishing.components.get(name);
-  if (existing !== undefined && JSON.stringify(existing) !== JSON.stringify(form)) throw new Error(`component ${name} is published in two different forms`);
+  if (existing !== undefined && JSON.stringify(existing) !== JSON.stringify(form))
+    throw new Error(`component ${name} is published in two different forms`);
   publishing.components.set(name, form);
   return { $ref: `#/components/schemas/${name}` };
 }
@@ -146,7 +147,19 @@ const fieldErrorSchema: Json = {
     field: { type: 'string' },
     code: {
       type: 'string',
-      enum: ['required', 'invalid_value', 'unknown_field', 'invalid_context', 'too_short', 'too_long', 'too_small', 'too_large', 'fk_not_found', 'ambiguous_fields', 'read_only'],
+      enum: [
+        'required',
+        'invalid_value',
+        'unknown_field',
+        'invalid_context',
+        'too_short',
+        'too_long',
+        'too_small',
+        'too_large',
+        'fk_not_found',
+        'ambiguous_fields',
+        'read_only',
+      ],
       'x-extensible-enum': true,
     },
     message: { type: 'string' },
@@ -158,7 +171,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Organization: 'The organization and scopes of the API key in use.',
   Locations: 'The location tree (site > building > dock > shelf): create, read, change, rename, soft-delete, walk.',
   Assets: 'Tracked assets with their RFID, BLE and barcode tags.',
-  Tracking: 'Read-only: the current location of every scanned asset, and each asset\'s visits.',
+  Tracking: "Read-only: the current location of every scanned asset, and each asset's visits.",
 };
 
 function queryParamSchema(p: QueryParam): Json {
@@ -166,7 +179,9 @@ function queryParamSchema(p: QueryParam): Json {
     case 'integer':
       return { type: 'integer', format: 'int64', minimum: p.min, maximum: p.max, default: p.default };
     case 'id':
-      return p.repeatable ? { type: 'array', items: { type: 'integer', format: 'int64', minimum: 1, maximum: ID_MAX } } : { type: 'integer', format: 'int64', minimum: 1, maximum: ID_MAX };
+      return p.repeatable
+        ? { type: 'array', items: { type: 'integer', format: 'int64', minimum: 1, maximum: ID_MAX } }
+        : { type: 'integer', format: 'int64', minimum: 1, maximum: ID_MAX };
     case 'boolean':
       return p.default === undefined ? { type: 'boolean' } : { type: 'boolean', default: p.default };
     case 'external_key': {
@@ -211,7 +226,7 @@ function errorStatusesFor(route: Route): number[] {
   if ((route.scopes?.length ?? 0) > 0) statuses.push(403);
   if (route.path.includes('{')) statuses.push(404);
   if (route.body) statuses.push(408, 413, 415);
-  if (route.method !== 'GET' && route.path.includes('{') || route.method === 'POST') statuses.push(409);
+  if ((route.method !== 'GET' && route.path.includes('{')) || route.method === 'POST') statuses.push(409);
   if (route.path === '/api/v1/orgs/me') statuses.push(422);
   return [...new Set(statuses)].sort();
 }
@@ -219,14 +234,22 @@ function errorStatusesFor(route: Route): number[] {
 /** The OpenAPI 3.0.3 document of every documented route: the single source is the route table. */
 export function buildOpenApiDocument(routes: Route[]): Json {
   const paths: Record<string, Record<string, Json>> = {};
-  const components = new Map<string, Json>([['ErrorEnvelope', errorEnvelopeSchema], ['FieldError', fieldErrorSchema]]);
+  const components = new Map<string, Json>([
+    ['ErrorEnvelope', errorEnvelopeSchema],
+    ['FieldError', fieldErrorSchema],
+  ]);
   const requests: Publishing = { components, response: false };
   const responses_: Publishing = { components, response: true };
   for (const route of routes) {
     if (route.undocumented) continue;
     const parameters: Json[] = [];
     for (const m of route.path.matchAll(/\{(\w+)\}/g)) {
-      parameters.push({ name: m[1], in: 'path', required: true, schema: { type: 'integer', format: 'int64', minimum: 1, maximum: ID_MAX } });
+      parameters.push({
+        name: m[1],
+        in: 'path',
+        required: true,
+        schema: { type: 'integer', format: 'int64', minimum: 1, maximum: ID_MAX },
+      });
     }
     for (const [name, p] of Object.entries(route.query ?? {})) {
       if (p.kind === 'reject') continue;
@@ -243,7 +266,8 @@ export function buildOpenApiDocument(routes: Route[]): Json {
     for (const [status, spec] of Object.entries(route.responses)) {
       const r: Json = { description: spec.description, headers: { ...RATE_HEADERS } };
       if (spec.headers) {
-        for (const [h, def] of Object.entries(spec.headers)) (r.headers as Json)[h] = { description: def.description, schema: toOpenApiSchema(def.schema) };
+        for (const [h, def] of Object.entries(spec.headers))
+          (r.headers as Json)[h] = { description: def.description, schema: toOpenApiSchema(def.schema) };
       }
       if (spec.schema) r.content = { 'application/json': { schema: openResponseSchema(toOpenApiSchema(spec.schema, responses_)) } };
       responses[status] = r;
@@ -278,7 +302,9 @@ export function buildOpenApiDocument(routes: Route[]): Json {
       license: { name: 'Proprietary (UNLICENSED)' },
     },
     servers: [{ url: '/' }],
-    tags: [...new Set(routes.filter((r) => !r.undocumented).map((r) => r.tag))].map((name) => (TAG_DESCRIPTIONS[name] ? { name, description: TAG_DESCRIPTIONS[name] } : { name })),
+    tags: [...new Set(routes.filter((r) => !r.undocumented).map((r) => r.tag))].map((name) =>
+      TAG_DESCRIPTIONS[name] ? { name, description: TAG_DESCRIPTIONS[name] } : { name },
+    ),
     paths,
     components: {
       securitySchemes: { BearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },

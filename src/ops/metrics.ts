@@ -3,7 +3,9 @@ type Labels = Record<string, string | number>;
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
 function labelText(labels: Labels): string {
-  const parts = Object.entries(labels).map(([k, v]) => `${k}="${String(v).replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`);
+  const parts = Object.entries(labels).map(
+    ([k, v]) => `${k}="${String(v).replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`,
+  );
   return parts.length === 0 ? '' : `{${parts.join(',')}}`;
 }
 
@@ -101,8 +103,17 @@ export class Metrics {
   snapshot(): MetricsSnapshot {
     for (const fn of this.collectors) fn();
     return {
-      families: [...this.families].map(([name, f]) => [name, f.type, f.help, [...f.values].map(([labels, cell]) => [labels, cell.value] as [string, number])]),
-      histograms: [...this.histograms].map(([name, h]) => [name, h.help, [...h.series.values()].map((s) => [s.labels, [...s.counts], s.sum, s.count] as HistogramData)]),
+      families: [...this.families].map(([name, f]) => [
+        name,
+        f.type,
+        f.help,
+        [...f.values].map(([labels, cell]) => [labels, cell.value] as [string, number]),
+      ]),
+      histograms: [...this.histograms].map(([name, h]) => [
+        name,
+        h.help,
+        [...h.series.values()].map((s) => [s.labels, [...s.counts], s.sum, s.count] as HistogramData),
+      ]),
     };
   }
 

@@ -8,7 +8,12 @@ export function collectProcessMetrics(metrics: Metrics, options: { wholeProcess:
     if (options.wholeProcess) metrics.set('process_resident_memory_bytes', 'Resident set size of the trackd process', {}, m.rss);
     metrics.set('nodejs_heap_used_bytes', 'V8 heap in use', {}, m.heapUsed);
     metrics.set('nodejs_heap_total_bytes', 'V8 heap reserved', {}, m.heapTotal);
-    metrics.set('nodejs_external_memory_bytes', 'Memory of C++ objects bound to JS (buffers, SQLite, uWS)', {}, m.external + m.arrayBuffers);
+    metrics.set(
+      'nodejs_external_memory_bytes',
+      'Memory of C++ objects bound to JS (buffers, SQLite, uWS)',
+      {},
+      m.external + m.arrayBuffers,
+    );
   });
 }
 
@@ -24,7 +29,8 @@ export interface LoopClock {
 export function collectThreadBusy(metrics: Metrics, threads: () => [string, LoopClock][]): void {
   metrics.onCollect(() => {
     for (const [thread, clock] of threads()) {
-      metrics.counter('trackd_thread_busy_seconds_total', 'Time the thread\'s event loop was busy since it started', { thread }).value = clock.eventLoopUtilization().active / 1000;
+      metrics.counter('trackd_thread_busy_seconds_total', "Time the thread's event loop was busy since it started", { thread }).value =
+        clock.eventLoopUtilization().active / 1000;
     }
   });
 }

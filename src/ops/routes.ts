@@ -27,7 +27,9 @@ export function opsRoutes(services: Services, apiRoutes: () => Route[]): Route[]
     }
     return { json, yaml: yaml as string };
   };
-  const redirect = (to: string): Route['handler'] => () => ({ status: 301, headers: { Location: to } });
+  const redirect =
+    (to: string): Route['handler'] =>
+    () => ({ status: 301, headers: { Location: to } });
   return [
     ops('/healthz', 'healthz', () => ({ status: 200, body: { status: 'ok' } })),
     ops('/readyz', 'readyz', () => {
@@ -42,7 +44,9 @@ export function opsRoutes(services: Services, apiRoutes: () => Route[]): Route[]
     ops('/api/openapi.yaml', 'openapiYaml', () => ({ status: 200, text: document().yaml, contentType: 'application/yaml' })),
     ops('/openapi.json', 'openapiJsonRedirect', redirect('/api/openapi.json')),
     ops('/openapi.yaml', 'openapiYamlRedirect', redirect('/api/openapi.yaml')),
-    ...(process.env.TRACKD_BENCH_ROUTES === '1' ? [ops('/bench/fixed', 'benchFixed', () => ({ status: 200, body: BENCH_FIXED_BODY }))] : []),
+    ...(process.env.TRACKD_BENCH_ROUTES === '1'
+      ? [ops('/bench/fixed', 'benchFixed', () => ({ status: 200, body: BENCH_FIXED_BODY }))]
+      : []),
   ];
 }
 

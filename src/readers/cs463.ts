@@ -23,14 +23,20 @@ export const cs463: ReaderFormat = {
     const parsed = parseJsonObject(data);
     if ('dead' in parsed) return parsed;
     const errors = validate(parsed.body);
-    if (errors.length > 0) return { dead: { reason: 'invalid_body', detail: errors.map((e) => `${e.field}: ${e.code}: ${e.message}`).join('; ') } };
+    if (errors.length > 0)
+      return { dead: { reason: 'invalid_body', detail: errors.map((e) => `${e.field}: ${e.code}: ${e.message}`).join('; ') } };
     const payload = parsed.body as Cs463Payload;
     const scans: CanonicalScan[] = [];
     for (const read of payload.tags) {
       const observedAt = Math.floor(read.timeStampOfRead / 1000);
       if (observedAt > now + MAX_FUTURE_SKEW_MS) {
         const at = new Date(observedAt).toISOString();
-        return { dead: { reason: 'future_observed_at', detail: `timeStampOfRead of ${read.epc} (${at}) is more than ${MAX_FUTURE_SKEW_MS / 1000} s ahead of the server clock` } };
+        return {
+          dead: {
+            reason: 'future_observed_at',
+            detail: `timeStampOfRead of ${read.epc} (${at}) is more than ${MAX_FUTURE_SKEW_MS / 1000} s ahead of the server clock`,
+          },
+        };
       }
       scans.push({
         orgId,

@@ -31,6 +31,7 @@ export function parseJsonObject(data: Uint8Array): { body: Record<string, unknow
   } catch (err) {
     return { dead: { reason: 'invalid_json', detail: `payload is not valid JSON: ${(err as Error).message}` } };
   }
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return { dead: { reason: 'invalid_body', detail: 'payload must be a JSON object' } };
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    return { dead: { reason: 'invalid_body', detail: 'payload must be a JSON object' } };
   return { body: body as Record<string, unknown> };
 }

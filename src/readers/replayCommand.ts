@@ -20,7 +20,8 @@ export function mqttUrlFor(ctx: CommandContext): string {
   const fromEnv = process.env.MQTT_URL;
   if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
   const file = path.join(ctx.config.DATA_DIR, 'mqtt.url');
-  if (!fs.existsSync(file)) throw new CliError(`MQTT_URL is unset and ${file} does not exist: start \`trackd serve\` first or set MQTT_URL`);
+  if (!fs.existsSync(file))
+    throw new CliError(`MQTT_URL is unset and ${file} does not exist: start \`trackd serve\` first or set MQTT_URL`);
   return fs.readFileSync(file, 'utf8').trim();
 }
 
@@ -57,7 +58,8 @@ export function readCapture(file: string, orgId: number): ReaderMessage[] {
 function rateFlag(value: unknown): number | undefined {
   if (value === undefined) return undefined;
   const rate = Number(value);
-  if (typeof value !== 'string' || !Number.isFinite(rate) || rate <= 0) throw new CliError(`--rate must be a positive number of messages per second, got ${JSON.stringify(value)}`);
+  if (typeof value !== 'string' || !Number.isFinite(rate) || rate <= 0)
+    throw new CliError(`--rate must be a positive number of messages per second, got ${JSON.stringify(value)}`);
   return rate;
 }
 
@@ -67,7 +69,8 @@ async function publishAll(client: MqttClient, messages: ReaderMessage[], rate: n
   const started = performance.now();
   const inFlight = new Set<Promise<unknown>>();
   let acknowledged = 0;
-  const lostError = () => new CliError(`the MQTT broker closed the connection (${acknowledged} of ${messages.length} messages acknowledged)`);
+  const lostError = () =>
+    new CliError(`the MQTT broker closed the connection (${acknowledged} of ${messages.length} messages acknowledged)`);
   // Without reconnects, publishes awaiting a PUBACK never settle once the broker drops the connection.
   const lost = new Promise<never>((_, reject) => client.once('close', () => reject(lostError())));
   lost.catch(() => undefined);
@@ -100,7 +103,12 @@ export const readersReplay: Command = {
     const url = mqttUrlFor(ctx);
     let client: MqttClient;
     try {
-      client = await connectAsync(url, { clientId: `trackd-replay-${process.pid}-${Date.now()}`, clean: true, reconnectPeriod: 0, connectTimeout: 10_000 });
+      client = await connectAsync(url, {
+        clientId: `trackd-replay-${process.pid}-${Date.now()}`,
+        clean: true,
+        reconnectPeriod: 0,
+        connectTimeout: 10_000,
+      });
     } catch (err) {
       throw new CliError(`cannot connect to MQTT at ${url}: ${(err as Error).message}`);
     }

@@ -24,12 +24,20 @@ export const readersSource: ScanSource = {
     const parsed = parseSubject(subject);
     const orgToken = subject.split('.')[1] ?? 'unknown';
     if (parsed === undefined || !ORG_TOKEN.test(parsed.orgToken) || Number(parsed.orgToken) > 2147483647) {
-      return { orgToken, labels: {}, dead: { reason: 'invalid_subject', detail: `subject ${subject} is not readers.<org_id>.<format>.<reader_name>` } };
+      return {
+        orgToken,
+        labels: {},
+        dead: { reason: 'invalid_subject', detail: `subject ${subject} is not readers.<org_id>.<format>.<reader_name>` },
+      };
     }
     const labels = { format: parsed.format, reader: parsed.readerName };
     if (!READER_FORMATS.has(parsed.format)) {
       const known = [...READER_FORMATS.keys()].join(', ');
-      return { orgToken, labels, dead: { reason: 'unknown_reader_format', detail: `reader format ${JSON.stringify(parsed.format)} is not one of: ${known}` } };
+      return {
+        orgToken,
+        labels,
+        dead: { reason: 'unknown_reader_format', detail: `reader format ${JSON.stringify(parsed.format)} is not one of: ${known}` },
+      };
     }
     return { orgId: Number(parsed.orgToken), orgToken, labels };
   },

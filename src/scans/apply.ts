@@ -97,19 +97,27 @@ class ScanStore {
                                AND t.deleted_at IS NULL AND l.deleted_at IS NULL ORDER BY l.id LIMIT 1`).pluck(),
       event: p('INSERT OR IGNORE INTO scan_events (org_id, event_id, seen_at) VALUES (?, ?, ?)'),
       pruneEvents: p('DELETE FROM scan_events WHERE seen_at < ?'),
-      position: p('SELECT asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count FROM scan_positions WHERE asset_id = ?'),
+      position: p(
+        'SELECT asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count FROM scan_positions WHERE asset_id = ?',
+      ),
       positions: p(`SELECT asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count FROM scan_positions
                     WHERE asset_id IN (SELECT value FROM json_each(?))`),
-      insertPosition: p(`INSERT INTO scan_positions (asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count,
+      insertPosition:
+        p(`INSERT INTO scan_positions (asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count,
                            asset_deleted_at, asset_valid_from, asset_valid_to)
                          SELECT ?, ?, ?, ?, ?, ?, ?, a.deleted_at, a.valid_from, a.valid_to FROM assets a WHERE a.id = ?`),
-      updatePosition: p(`UPDATE scan_positions SET location_id = ?, last_seen_at = ?, visit_id = ?, visit_started_at = ?, visit_read_count = ?
+      updatePosition:
+        p(`UPDATE scan_positions SET location_id = ?, last_seen_at = ?, visit_id = ?, visit_started_at = ?, visit_read_count = ?
                          WHERE asset_id = ?`),
-      insertVisit: p('INSERT INTO scan_history (asset_id, event_observed_at, id, location_id, last_seen_at, read_count) VALUES (?, ?, ?, ?, ?, ?)'),
+      insertVisit: p(
+        'INSERT INTO scan_history (asset_id, event_observed_at, id, location_id, last_seen_at, read_count) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
       closeVisit: p('UPDATE scan_history SET last_seen_at = ?, read_count = ? WHERE asset_id = ? AND event_observed_at = ? AND id = ?'),
       visitBefore: p(`SELECT asset_id, event_observed_at, id, location_id, last_seen_at, read_count FROM scan_history
                       WHERE asset_id = ? AND event_observed_at <= ? ORDER BY event_observed_at DESC, id DESC LIMIT 1`),
-      extendVisit: p('UPDATE scan_history SET last_seen_at = max(last_seen_at, ?), read_count = read_count + 1 WHERE asset_id = ? AND event_observed_at = ? AND id = ?'),
+      extendVisit: p(
+        'UPDATE scan_history SET last_seen_at = max(last_seen_at, ?), read_count = read_count + 1 WHERE asset_id = ? AND event_observed_at = ? AND id = ?',
+      ),
       appliedSeq: p('SELECT applied_seq FROM scan_ingest_state WHERE stream = ?').pluck(),
       streamIdentity: p('SELECT stream_created FROM scan_ingest_state WHERE stream = ?').pluck(),
       saveApplied: p(`INSERT INTO scan_ingest_state (stream, stream_created, applied_seq) VALUES (?, ?, ?)
@@ -174,7 +182,17 @@ class ScanStore {
       }
       for (const p of touched.values()) {
         if (p.stored) this.s.updatePosition.run(p.locationId, p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount, p.assetId);
-        else this.s.insertPosition.run(p.assetId, p.orgId, p.locationId, p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount, p.assetId);
+        else
+          this.s.insertPosition.run(
+            p.assetId,
+            p.orgId,
+            p.locationId,
+            p.lastSeenAt,
+            p.visitId,
+            p.visitStartedAt,
+            p.visitReadCount,
+            p.assetId,
+          );
       }
       for (const [stream, seq] of appliedSeqs) this.s.saveApplied.run(stream, '', seq);
       return out;
@@ -204,7 +222,11 @@ class ScanStore {
     }
     const locationId = this.resolveLocation(scan.orgId, scan.location);
     if (locationId === UNKNOWN) {
-      return { kind: 'dead', reason: 'unknown_location', detail: `${describeLocation(scan.location)} does not resolve to a live location of org ${scan.orgId}` };
+      return {
+        kind: 'dead',
+        reason: 'unknown_location',
+        detail: `${describeLocation(scan.location)} does not resolve to a live location of org ${scan.orgId}`,
+      };
     }
     if (this.s.event.run(scan.orgId, scan.eventId, this.batchStartedAt).changes === 0) return { kind: 'duplicate' };
     let readsApplied = 0;
@@ -258,7 +280,12 @@ class ScanStore {
     if (pendingAt.length === 0) return resolved;
     const found = new Map<string, number>();
     for (const { orgId, tagType, values } of lookups.values()) {
-      const rows = this.s.tags.all(orgId, tagType, JSON.stringify([...values])) as { value: string; asset_id: number | null; location_id: number | null; asset_deleted_at: number | null }[];
+      const rows = this.s.tags.all(orgId, tagType, JSON.stringify([...values])) as {
+        value: string;
+        asset_id: number | null;
+        location_id: number | null;
+        asset_deleted_at: number | null;
+      }[];
       const byValue = new Map(rows.map((row) => [row.value, row]));
       for (const value of values) {
         const row = byValue.get(value);
@@ -302,10 +329,13 @@ class ScanStore {
 
   private resolveLocation(orgId: number, ref: LocationRef): number {
     const key =
-      'id' in ref ? `${orgId}\u0001#${ref.id}`
-      : 'externalKey' in ref ? `${orgId}\u0001${ref.externalKey}`
-      : 'keyOrTagValue' in ref ? `${orgId}\u0002${ref.keyOrTagValue}`
-      : `${orgId}\u0001${ref.tagType}\u0001${ref.value}`;
+      'id' in ref
+        ? `${orgId}\u0001#${ref.id}`
+        : 'externalKey' in ref
+          ? `${orgId}\u0001${ref.externalKey}`
+          : 'keyOrTagValue' in ref
+            ? `${orgId}\u0002${ref.keyOrTagValue}`
+            : `${orgId}\u0001${ref.tagType}\u0001${ref.value}`;
     const hit = this.locationHits.get(key);
     if (hit !== undefined) return hit;
     if (this.locationMisses.has(key)) return UNKNOWN;
@@ -313,7 +343,9 @@ class ScanStore {
     if ('id' in ref) found = this.s.locationById.get(ref.id, orgId) as number | undefined;
     else if ('externalKey' in ref) found = this.s.locationByKey.get(orgId, ref.externalKey) as number | undefined;
     else if ('keyOrTagValue' in ref) {
-      found = (this.s.locationByKey.get(orgId, ref.keyOrTagValue) ?? this.s.locationByTagValue.get(orgId, ref.keyOrTagValue)) as number | undefined;
+      found = (this.s.locationByKey.get(orgId, ref.keyOrTagValue) ?? this.s.locationByTagValue.get(orgId, ref.keyOrTagValue)) as
+        | number
+        | undefined;
     } else found = this.s.locationByTag.get(orgId, ref.tagType, ref.value) as number | undefined;
     const id = found ?? UNKNOWN;
     remember(id === UNKNOWN ? this.locationMisses : this.locationHits, key, id, 100_000);
@@ -350,7 +382,16 @@ class ScanStore {
     switch (step.kind) {
       case 'first': {
         const visitId = this.insertVisit(assetId, locationId, t);
-        touched.set(assetId, { assetId, orgId: scan.orgId, locationId, lastSeenAt: t, visitId, visitStartedAt: t, visitReadCount: 1, stored: false });
+        touched.set(assetId, {
+          assetId,
+          orgId: scan.orgId,
+          locationId,
+          lastSeenAt: t,
+          visitId,
+          visitStartedAt: t,
+          visitReadCount: 1,
+          stored: false,
+        });
         return;
       }
       case 'extend':
@@ -371,8 +412,10 @@ class ScanStore {
       case 'late': {
         // History only; the current location stays with the greatest observed_at.
         const before = gapMs > 0 ? (this.s.visitBefore.get(assetId, t) as HistoryRow | undefined) : undefined;
-        const earlier = before === undefined ? undefined : { id: before.id, locationId: before.location_id, lastSeenAt: before.last_seen_at };
-        if (extendsEarlier(earlier, p!.visitId, t, locationId, gapMs)) this.s.extendVisit.run(t, assetId, before!.event_observed_at, before!.id);
+        const earlier =
+          before === undefined ? undefined : { id: before.id, locationId: before.location_id, lastSeenAt: before.last_seen_at };
+        if (extendsEarlier(earlier, p!.visitId, t, locationId, gapMs))
+          this.s.extendVisit.run(t, assetId, before!.event_observed_at, before!.id);
         else this.insertVisit(assetId, locationId, t);
         return;
       }

@@ -36,7 +36,12 @@ export type SubjectRoute = { orgId: number; orgToken: string } | { orgToken: str
 export function routeSubject(subject: string): SubjectRoute {
   const tokens = subject.split('.');
   const orgToken = tokens[1] ?? 'unknown';
-  if (tokens.length !== 3 || (tokens[2] !== 'fixed' && tokens[2] !== 'handheld') || !/^[1-9]\d{0,9}$/.test(orgToken) || Number(orgToken) > 2147483647) {
+  if (
+    tokens.length !== 3 ||
+    (tokens[2] !== 'fixed' && tokens[2] !== 'handheld') ||
+    !/^[1-9]\d{0,9}$/.test(orgToken) ||
+    Number(orgToken) > 2147483647
+  ) {
     return { orgToken, dead: { reason: 'invalid_subject', detail: `subject ${subject} is not scans.<org_id>.<fixed|handheld>` } };
   }
   return { orgId: Number(orgToken), orgToken };

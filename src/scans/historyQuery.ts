@@ -36,7 +36,9 @@ interface OpenVisit {
 
 /** True when the asset exists in the org and is not soft-deleted (the by-id rule). */
 export function assetExists(shard: Shard, orgId: number, assetId: number): boolean {
-  return shard.readerStatements.get('SELECT 1 FROM assets WHERE id = ? AND org_id = ? AND deleted_at IS NULL').get(assetId, orgId) !== undefined;
+  return (
+    shard.readerStatements.get('SELECT 1 FROM assets WHERE id = ? AND org_id = ? AND deleted_at IS NULL').get(assetId, orgId) !== undefined
+  );
 }
 
 /**
@@ -65,14 +67,25 @@ export function assetHistory(shard: Shard, assetId: number, f: HistoryFilters, n
       'l.name as l_name',
       'l.parent_id as l_parent_id',
       'l.is_active as l_is_active',
-      sqlBuilder.raw('(l.deleted_at IS NULL AND l.valid_from <= ? AND (l.valid_to IS NULL OR l.valid_to > ?)) as l_effective', [now, now]) as unknown as string,
+      sqlBuilder.raw('(l.deleted_at IS NULL AND l.valid_from <= ? AND (l.valid_to IS NULL OR l.valid_to > ?)) as l_effective', [
+        now,
+        now,
+      ]) as unknown as string,
     ],
   });
-  const open = shard.readerStatements.get('SELECT visit_id, last_seen_at, visit_read_count FROM scan_positions WHERE asset_id = ?').get(assetId) as OpenVisit | undefined;
+  const open = shard.readerStatements
+    .get('SELECT visit_id, last_seen_at, visit_read_count FROM scan_positions WHERE asset_id = ?')
+    .get(assetId) as OpenVisit | undefined;
   const tagsByLocation = new Map<number, TagView[]>();
   const locationIds = [...new Set(rows.filter((r) => r.l_effective === 1).map((r) => r.location_id))];
   if (locationIds.length > 0) {
-    const q = sqlBuilder('tags').select('id', 'tag_type', 'value', 'location_id').whereIn('location_id', locationIds).whereNull('deleted_at').orderBy('id').toSQL().toNative();
+    const q = sqlBuilder('tags')
+      .select('id', 'tag_type', 'value', 'location_id')
+      .whereIn('location_id', locationIds)
+      .whereNull('deleted_at')
+      .orderBy('id')
+      .toSQL()
+      .toNative();
     for (const t of shard.readerStatements.get(q.sql).all(...(q.bindings as unknown[])) as (TagView & { location_id: number })[]) {
       let list = tagsByLocation.get(t.location_id);
       if (list === undefined) tagsByLocation.set(t.location_id, (list = []));
@@ -90,7 +103,14 @@ export function assetHistory(shard: Shard, assetId: number, f: HistoryFilters, n
         read_count: isOpen ? open.visit_read_count : r.read_count,
         location:
           r.l_effective === 1
-            ? { id: r.location_id, external_key: r.l_external_key, name: r.l_name, parent_id: r.l_parent_id, is_active: r.l_is_active === 1, tags: tagsByLocation.get(r.location_id) ?? [] }
+            ? {
+                id: r.location_id,
+                external_key: r.l_external_key,
+                name: r.l_name,
+                parent_id: r.l_parent_id,
+                is_active: r.l_is_active === 1,
+                tags: tagsByLocation.get(r.location_id) ?? [],
+              }
             : null,
       };
     }),

@@ -107,14 +107,22 @@ class ScanConsumer implements ScanIngest {
     const { metrics } = services;
     metrics.onCollect(() => {
       metrics.set('trackd_scans_in_hand', 'Scan messages delivered and not yet acked', source.labels, this.inHand.size);
-      metrics.set('trackd_scans_consumer_pending', 'Messages in the stream not yet delivered to trackd (consumer lag)', source.labels, this.pending);
+      metrics.set(
+        'trackd_scans_consumer_pending',
+        'Messages in the stream not yet delivered to trackd (consumer lag)',
+        source.labels,
+        this.pending,
+      );
     });
     this.lanes = new LaneScheduler<InHand>(options, {
       bind: async (index) => bindStream(await this.services.shards.open(index), this.source.stream, this.streamCreated),
       apply: (index, batch) => this.apply(index, batch),
       settle: (batch, outcomes) => this.settle(batch, outcomes),
       failed: (index, batch, err) => {
-        metrics.inc('trackd_scan_batch_failures_total', 'Shard batches that failed and will be retried', { ...this.source.labels, shard: index });
+        metrics.inc('trackd_scan_batch_failures_total', 'Shard batches that failed and will be retried', {
+          ...this.source.labels,
+          shard: index,
+        });
         services.logger.error({ err: (err as Error).message, shard: index, messages: batch.length }, 'scan batch failed; retrying');
         services.storageHealth?.report(err);
       },
@@ -153,7 +161,8 @@ class ScanConsumer implements ScanIngest {
         backoff.reset();
         for await (const msg of this.messages) this.accept(msg);
       } catch (err) {
-        if (!this.stopping) this.services.logger.warn({ err: (err as Error).message, stream: this.source.stream }, 'scan consumer interrupted');
+        if (!this.stopping)
+          this.services.logger.warn({ err: (err as Error).message, stream: this.source.stream }, 'scan consumer interrupted');
       }
       this.setReady(false);
       await this.drain();
@@ -222,7 +231,8 @@ class ScanConsumer implements ScanIngest {
     const { route, labels, labelKey } = this.routeOf(msg.subject);
     if ('dead' in route) return this.deadLetter(msg, route.orgToken, route.dead, labels);
     const shardIndex = this.services.shards.shardIndexOf(route.orgId);
-    if (shardIndex === undefined) return this.deadLetter(msg, route.orgToken, { reason: 'unknown_org', detail: `organization ${route.orgId} does not exist` }, labels);
+    if (shardIndex === undefined)
+      return this.deadLetter(msg, route.orgToken, { reason: 'unknown_org', detail: `organization ${route.orgId} does not exist` }, labels);
     const decoded = this.source.decode(msg.subject, route.orgId, msg.data, this.clock.now());
     if ('dead' in decoded) return this.deadLetter(msg, route.orgToken, decoded.dead, labels);
     if (decoded.scans.length === 0) {
@@ -244,8 +254,17 @@ class ScanConsumer implements ScanIngest {
   private async apply(index: number, batch: InHand[]): Promise<ScanOutcome[]> {
     const shard = await this.services.shards.open(index);
     const started = performance.now();
-    const outcomes = await applyScanBatch(shard, batch.flatMap((b) => b.items), { historyGapMs: this.historyGapMs, eventIdRetentionMs: this.eventIdRetentionMs, now: this.clock.now() });
-    this.services.metrics.observe('trackd_scan_batch_seconds', 'Time to apply one shard batch of scans', { ...this.source.labels, shard: index }, (performance.now() - started) / 1000);
+    const outcomes = await applyScanBatch(
+      shard,
+      batch.flatMap((b) => b.items),
+      { historyGapMs: this.historyGapMs, eventIdRetentionMs: this.eventIdRetentionMs, now: this.clock.now() },
+    );
+    this.services.metrics.observe(
+      'trackd_scan_batch_seconds',
+      'Time to apply one shard batch of scans',
+      { ...this.source.labels, shard: index },
+      (performance.now() - started) / 1000,
+    );
     return outcomes;
   }
 
@@ -256,7 +275,9 @@ class ScanConsumer implements ScanIngest {
    */
   private async settle(batch: InHand[], outcomes: ScanOutcome[]): Promise<void> {
     const { ack, dead, tallies } = settleOutcomes(batch, outcomes);
-    const deadLettered = dead.map(({ message, detail }) => this.publishDead(message.msg, message.orgToken, { reason: 'unknown_location', detail }, message.labels));
+    const deadLettered = dead.map(({ message, detail }) =>
+      this.publishDead(message.msg, message.orgToken, { reason: 'unknown_location', detail }, message.labels),
+    );
     for (const { msg } of ack) {
       msg.ack();
       this.inHand.delete(msg.seq);
@@ -264,11 +285,20 @@ class ScanConsumer implements ScanIngest {
     const { metrics } = this.services;
     for (const t of tallies) {
       if (t.applied) metrics.inc('trackd_scans_applied_total', 'Scan messages applied', t.labels, t.applied);
-      if (t.redelivered) metrics.inc('trackd_scans_redelivered_total', 'Redelivered scan messages acked without effect (already applied)', t.labels, t.redelivered);
-      if (t.duplicate) metrics.inc('trackd_scans_duplicate_total', 'Scan messages whose event ids were all already applied', t.labels, t.duplicate);
+      if (t.redelivered)
+        metrics.inc(
+          'trackd_scans_redelivered_total',
+          'Redelivered scan messages acked without effect (already applied)',
+          t.labels,
+          t.redelivered,
+        );
+      if (t.duplicate)
+        metrics.inc('trackd_scans_duplicate_total', 'Scan messages whose event ids were all already applied', t.labels, t.duplicate);
       if (t.reads) metrics.inc('trackd_scan_reads_applied_total', 'Tag reads applied to assets', t.labels, t.reads);
-      if (t.unknownTags) metrics.inc('trackd_scan_reads_skipped_total', 'Tag reads skipped', { reason: 'unknown_tag', ...t.labels }, t.unknownTags);
-      if (t.locationTags) metrics.inc('trackd_scan_reads_skipped_total', 'Tag reads skipped', { reason: 'location_tag', ...t.labels }, t.locationTags);
+      if (t.unknownTags)
+        metrics.inc('trackd_scan_reads_skipped_total', 'Tag reads skipped', { reason: 'unknown_tag', ...t.labels }, t.unknownTags);
+      if (t.locationTags)
+        metrics.inc('trackd_scan_reads_skipped_total', 'Tag reads skipped', { reason: 'location_tag', ...t.labels }, t.locationTags);
     }
     await Promise.all(deadLettered);
   }
@@ -291,7 +321,10 @@ class ScanConsumer implements ScanIngest {
     for (;;) {
       try {
         // The msg id makes a re-dead-lettering after a restart a no-op within the duplicate window.
-        await this.js.publish(`scans_dead.${orgToken}`, msg.data, { headers: h, msgID: `${this.source.stream}-${this.streamCreated}-${msg.seq}` });
+        await this.js.publish(`scans_dead.${orgToken}`, msg.data, {
+          headers: h,
+          msgID: `${this.source.stream}-${this.streamCreated}-${msg.seq}`,
+        });
         break;
       } catch (err) {
         if (this.stopping) return;
@@ -299,7 +332,10 @@ class ScanConsumer implements ScanIngest {
         await backoff.wait();
       }
     }
-    this.services.metrics.inc('trackd_scans_dead_lettered_total', 'Scan messages copied to scans_dead.<org_id>', { reason: dead.reason, ...labels });
+    this.services.metrics.inc('trackd_scans_dead_lettered_total', 'Scan messages copied to scans_dead.<org_id>', {
+      reason: dead.reason,
+      ...labels,
+    });
     this.services.logger.info({ reason: dead.reason, detail: dead.detail, subject: msg.subject, seq: msg.seq }, 'scan dead-lettered');
     msg.ack();
     this.inHand.delete(msg.seq);
@@ -340,7 +376,8 @@ export async function startScanIngest(
   const onReadiness = () => {
     services.readiness.consumer = consumers.length === sources.length && consumers.every((c) => c.ready);
   };
-  for (const source of sources) consumers.push(new ScanConsumer(services, source, js, jsm, { ...DEFAULT_OPTIONS, ...options }, onReadiness));
+  for (const source of sources)
+    consumers.push(new ScanConsumer(services, source, js, jsm, { ...DEFAULT_OPTIONS, ...options }, onReadiness));
   void watchStatus(nc, consumers);
   return {
     async stop() {

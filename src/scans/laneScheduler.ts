@@ -86,7 +86,13 @@ export class LaneScheduler<M extends Queued & { msg: { working(): void } }> {
     const check = () => {
       lane.scheduled = false;
       if (lane.running) return;
-      const state = { queued: lane.queue.length, gathered: lane.gathered, scans: lane.scans, reads: lane.reads, waitedMs: performance.now() - lane.since };
+      const state = {
+        queued: lane.queue.length,
+        gathered: lane.gathered,
+        scans: lane.scans,
+        reads: lane.reads,
+        waitedMs: performance.now() - lane.since,
+      };
       if (keepGathering(state, this.hooks.backlog(), this.hooks.stopping(), this.limits)) {
         lane.gathered = lane.queue.length;
         this.schedule(lane, true);

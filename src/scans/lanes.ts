@@ -51,5 +51,12 @@ export interface LaneState {
  * live feed never waits).
  */
 export function keepGathering(lane: LaneState, backlog: boolean, stopping: boolean, limits: BatchLimits): boolean {
-  return backlog && !stopping && lane.queued > lane.gathered && lane.scans < limits.maxBatch && lane.reads < limits.maxBatchReads && lane.waitedMs < limits.maxGatherMs;
+  return (
+    backlog &&
+    !stopping &&
+    lane.queued > lane.gathered &&
+    lane.scans < limits.maxBatch &&
+    lane.reads < limits.maxBatchReads &&
+    lane.waitedMs < limits.maxGatherMs
+  );
 }

@@ -8,7 +8,9 @@ import type { Db } from '../storage/sqlite.js';
  */
 export function hasLiveAssetsAt(db: Db, orgId: number, locationId: number): boolean {
   const row = db
-    .prepare('SELECT 1 FROM scan_positions p JOIN assets a ON a.id = p.asset_id WHERE p.org_id = ? AND p.location_id = ? AND a.deleted_at IS NULL LIMIT 1')
+    .prepare(
+      'SELECT 1 FROM scan_positions p JOIN assets a ON a.id = p.asset_id WHERE p.org_id = ? AND p.location_id = ? AND a.deleted_at IS NULL LIMIT 1',
+    )
     .get(orgId, locationId);
   return row !== undefined;
 }

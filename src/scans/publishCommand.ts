@@ -10,7 +10,8 @@ import { connectNats, ensureScanStreams, SCANS_STREAM } from './streams.js';
 export function natsUrlFor(ctx: CommandContext): string {
   if (ctx.config.NATS_URL !== undefined) return ctx.config.NATS_URL;
   const file = path.join(ctx.config.DATA_DIR, 'nats.url');
-  if (!fs.existsSync(file)) throw new CliError(`NATS_URL is unset and ${file} does not exist: start \`trackd serve\` first or set NATS_URL`);
+  if (!fs.existsSync(file))
+    throw new CliError(`NATS_URL is unset and ${file} does not exist: start \`trackd serve\` first or set NATS_URL`);
   return fs.readFileSync(file, 'utf8').trim();
 }
 
@@ -36,10 +37,17 @@ export const scansPublish: Command = {
     const tags = (ctx.flags.tag as string[] | undefined) ?? [];
     if (tags.length === 0) throw new CliError('--tag is required (repeat it for several reads)');
     const source = (ctx.flags.source as string | undefined) ?? 'fixed';
-    if (source !== 'fixed' && source !== 'handheld') throw new CliError(`--source must be fixed or handheld, got ${JSON.stringify(source)}`);
+    if (source !== 'fixed' && source !== 'handheld')
+      throw new CliError(`--source must be fixed or handheld, got ${JSON.stringify(source)}`);
     const eventId = (ctx.flags['event-id'] as string | undefined) ?? ulid();
     const observedAt = (ctx.flags['observed-at'] as string | undefined) ?? new Date().toISOString();
-    const body = { event_id: eventId, observed_at: observedAt, location: { external_key: location }, reads: tags.map(parseTag), reader_id: 'trackd-cli' };
+    const body = {
+      event_id: eventId,
+      observed_at: observedAt,
+      location: { external_key: location },
+      reads: tags.map(parseTag),
+      reader_id: 'trackd-cli',
+    };
     const nc = await connectNats(natsUrlFor(ctx), 'trackd-cli', { reconnect: false });
     try {
       await ensureScanStreams(await jetstreamManager(nc));

@@ -76,16 +76,24 @@ export function assetLocationsReport(shard: Shard, orgId: number, f: ReportFilte
   const base: Knex.QueryBuilder = byLocation
     ? sqlBuilder.from(sqlBuilder.raw('scan_positions as p INDEXED BY scan_positions_location')).where('p.org_id', orgId)
     : orgQuery('scan_positions', 'p', orgId);
-  base.whereRaw('+p.asset_valid_from <= ?', [now]).andWhere((w: Knex.QueryBuilder) => w.whereNull('p.asset_valid_to').orWhere('p.asset_valid_to', '>', now));
+  base
+    .whereRaw('+p.asset_valid_from <= ?', [now])
+    .andWhere((w: Knex.QueryBuilder) => w.whereNull('p.asset_valid_to').orWhere('p.asset_valid_to', '>', now));
   if (!includeDeleted) base.whereNull('p.asset_deleted_at');
   if (f.location_id !== undefined) base.whereIn('p.location_id', f.location_id);
   if (f.location_external_key !== undefined) {
     // A natural-key lookup: the live, currently effective location with that key.
-    const keyed = applyLiveness(sqlBuilder('locations as fl').select('fl.id').where('fl.org_id', orgId).whereIn('fl.external_key', f.location_external_key), 'fl', now, false);
+    const keyed = applyLiveness(
+      sqlBuilder('locations as fl').select('fl.id').where('fl.org_id', orgId).whereIn('fl.external_key', f.location_external_key),
+      'fl',
+      now,
+      false,
+    );
     base.whereIn('p.location_id', keyed);
   }
   if (f.asset_id !== undefined) base.whereIn('p.asset_id', f.asset_id);
-  if (f.asset_external_key !== undefined || q !== undefined || sortsBy('asset_external_key')) base.join('assets as a', 'a.id', 'p.asset_id');
+  if (f.asset_external_key !== undefined || q !== undefined || sortsBy('asset_external_key'))
+    base.join('assets as a', 'a.id', 'p.asset_id');
   if (f.asset_external_key !== undefined) base.whereIn('a.external_key', f.asset_external_key);
   if (q !== undefined) {
     // Case-insensitive beyond ASCII too, like the asset and location lists.
@@ -95,7 +103,13 @@ export function assetLocationsReport(shard: Shard, orgId: number, f: ReportFilte
       w
         .whereRaw(match.sql('a.name'), [match.value])
         .orWhereRaw(match.sql('a.external_key'), [match.value])
-        .orWhereExists(sqlBuilder('tags as t').select(sqlBuilder.raw('1')).whereRaw('t.asset_id = a.id').whereNull('t.deleted_at').whereRaw(match.sql('t.value'), [match.value])),
+        .orWhereExists(
+          sqlBuilder('tags as t')
+            .select(sqlBuilder.raw('1'))
+            .whereRaw('t.asset_id = a.id')
+            .whereNull('t.deleted_at')
+            .whereRaw(match.sql('t.value'), [match.value]),
+        ),
     );
   }
   const unfiltered = !includeDeleted && !byLocation && f.asset_id === undefined && f.asset_external_key === undefined && q === undefined;
@@ -110,12 +124,22 @@ export function assetLocationsReport(shard: Shard, orgId: number, f: ReportFilte
   if (f.offset < total) {
     const page = base.clone().select('p.asset_id');
     if (sortsBy('location_external_key')) page.leftJoin('locations as l', 'l.id', 'p.location_id');
-    const columns: Record<string, string> = { asset_last_seen: 'p.last_seen_at', asset_external_key: 'a.external_key', location_external_key: LOCATION_KEY };
+    const columns: Record<string, string> = {
+      asset_last_seen: 'p.last_seen_at',
+      asset_external_key: 'a.external_key',
+      location_external_key: LOCATION_KEY,
+    };
     for (const term of f.sort) page.orderByRaw(`${columns[term.field]} ${term.desc ? 'desc' : 'asc'}`);
     // The tiebreak follows the last sort term's direction, so that one index serves the whole order.
-    page.orderBy('p.asset_id', f.sort[f.sort.length - 1]?.desc ? 'desc' : 'asc').limit(f.limit).offset(f.offset);
+    page
+      .orderBy('p.asset_id', f.sort[f.sort.length - 1]?.desc ? 'desc' : 'asc')
+      .limit(f.limit)
+      .offset(f.offset);
     const native = page.toSQL().toNative();
-    const ids = shard.readerStatements.get(native.sql).pluck().all(...(native.bindings as unknown[])) as number[];
+    const ids = shard.readerStatements
+      .get(native.sql)
+      .pluck()
+      .all(...(native.bindings as unknown[])) as number[];
     if (ids.length > 0) {
       const byId = new Map<number, ReportRow>();
       for (const r of shard.readerStatements.get(PAGE_ROWS).all(JSON.stringify(ids)) as ReportRow[]) byId.set(r.asset_id, r);

@@ -12,9 +12,17 @@ const TRACKING_READ = ['tracking:read'];
 const reportQuery: QuerySpec = {
   ...pagingParams(['asset_last_seen', 'asset_external_key', 'location_external_key'], '-asset_last_seen'),
   location_id: { kind: 'id', repeatable: true, description: 'Current location id (repeatable: any of).' },
-  location_external_key: { kind: 'external_key', repeatable: true, description: 'Current location external_key (repeatable: any of); not with location_id.' },
+  location_external_key: {
+    kind: 'external_key',
+    repeatable: true,
+    description: 'Current location external_key (repeatable: any of); not with location_id.',
+  },
   asset_id: { kind: 'id', repeatable: true, description: 'Asset id (repeatable: any of).' },
-  asset_external_key: { kind: 'external_key', repeatable: true, description: 'Asset external_key (repeatable: any of); not with asset_id.' },
+  asset_external_key: {
+    kind: 'external_key',
+    repeatable: true,
+    description: 'Asset external_key (repeatable: any of); not with asset_id.',
+  },
   include_deleted: { kind: 'boolean', default: false, description: 'Also report soft-deleted assets.' },
   q: { kind: 'q', description: 'Case-insensitive substring of the asset name, asset external_key or an active tag value.' },
 };
@@ -55,7 +63,8 @@ export function scanRoutes(): Route[] {
       handler: (ctx) => {
         const from = ctx.query.from as number | undefined;
         const to = ctx.query.to as number | undefined;
-        if (from !== undefined && to !== undefined && to < from) throwIfInvalid([fieldError('to', 'invalid_value', 'to must not be earlier than from')]);
+        if (from !== undefined && to !== undefined && to < from)
+          throwIfInvalid([fieldError('to', 'invalid_value', 'to must not be earlier than from')]);
         const assetId = ctx.params.asset_id;
         if (!assetExists(ctx.shard, ctx.principal.orgId, assetId)) throw ApiError.notFound(`asset ${assetId} not found`);
         const page = assetHistory(

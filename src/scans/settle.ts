@@ -42,7 +42,11 @@ export function settleOutcomes<M extends Settled>(batch: readonly M[], outcomes:
     const own = outcomes.slice(at, at + message.items.length);
     at += message.items.length;
     let tally = tallies.get(message.labelKey);
-    if (tally === undefined) tallies.set(message.labelKey, (tally = { labels: message.labels, applied: 0, redelivered: 0, duplicate: 0, reads: 0, unknownTags: 0, locationTags: 0 }));
+    if (tally === undefined)
+      tallies.set(
+        message.labelKey,
+        (tally = { labels: message.labels, applied: 0, redelivered: 0, duplicate: 0, reads: 0, unknownTags: 0, locationTags: 0 }),
+      );
     if (own[0].kind === 'redelivered') {
       tally.redelivered++;
       ack.push(message);

@@ -42,6 +42,14 @@ export function visitStep(open: OpenVisit | undefined, t: number, locationId: nu
  * For a late read: whether it extends the closed visit just before it (same location, within the
  * gap), rather than standing as a visit of its own.
  */
-export function extendsEarlier(before: { id: number; locationId: number; lastSeenAt: number } | undefined, openVisitId: number, t: number, locationId: number, gapMs: number): boolean {
-  return gapMs > 0 && before !== undefined && before.id !== openVisitId && before.locationId === locationId && t - before.lastSeenAt <= gapMs;
+export function extendsEarlier(
+  before: { id: number; locationId: number; lastSeenAt: number } | undefined,
+  openVisitId: number,
+  t: number,
+  locationId: number,
+  gapMs: number,
+): boolean {
+  return (
+    gapMs > 0 && before !== undefined && before.id !== openVisitId && before.locationId === locationId && t - before.lastSeenAt <= gapMs
+  );
 }

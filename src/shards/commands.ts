@@ -15,7 +15,11 @@ export interface ShardCommand<A, R> {
 const registry = new Map<string, ShardCommand<unknown, unknown>>();
 
 /** Defines (and registers, by name) a command; the module defining it must be loaded by the shard worker (see commandIndex). */
-export function shardCommand<A, R>(name: string, run: (writer: ShardWriter, args: A) => R, effects: WriteEffects | ((args: A, result: R) => WriteEffects)): ShardCommand<A, R> {
+export function shardCommand<A, R>(
+  name: string,
+  run: (writer: ShardWriter, args: A) => R,
+  effects: WriteEffects | ((args: A, result: R) => WriteEffects),
+): ShardCommand<A, R> {
   if (registry.has(name)) throw new Error(`shard command ${name} defined twice`);
   const command: ShardCommand<A, R> = { name, run, effects: typeof effects === 'function' ? effects : () => effects };
   registry.set(name, command as ShardCommand<unknown, unknown>);

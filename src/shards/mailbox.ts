@@ -24,7 +24,8 @@ type EncodedError =
   | { message: string; name: string; code?: string; stack?: string };
 
 export function encodeError(err: unknown): EncodedError {
-  if (err instanceof DomainError) return { domain: { kind: err.kind, detail: err.detail, fields: err.fields, retryAfterSeconds: err.retryAfterSeconds } };
+  if (err instanceof DomainError)
+    return { domain: { kind: err.kind, detail: err.detail, fields: err.fields, retryAfterSeconds: err.retryAfterSeconds } };
   if (err instanceof ApiError) return { api: { type: err.type, detail: err.detail, fields: err.fields, headers: err.headers } };
   const e = err as { message?: unknown; name?: unknown; code?: unknown; stack?: unknown } | null;
   return {
@@ -37,8 +38,10 @@ export function encodeError(err: unknown): EncodedError {
 
 /** The error a command threw in the actor, rebuilt on the caller's side (domain errors and ApiErrors keep their kind; storage errors keep their code). */
 export function decodeError(encoded: EncodedError): Error {
-  if ('domain' in encoded) return new DomainError(encoded.domain.kind, encoded.domain.detail, encoded.domain.fields, encoded.domain.retryAfterSeconds);
-  if ('api' in encoded) return new ApiError(encoded.api.type, encoded.api.detail, { fields: encoded.api.fields, headers: encoded.api.headers });
+  if ('domain' in encoded)
+    return new DomainError(encoded.domain.kind, encoded.domain.detail, encoded.domain.fields, encoded.domain.retryAfterSeconds);
+  if ('api' in encoded)
+    return new ApiError(encoded.api.type, encoded.api.detail, { fields: encoded.api.fields, headers: encoded.api.headers });
   const err = new Error(encoded.message) as Error & { code?: string };
   err.name = encoded.name;
   if (encoded.code !== undefined) err.code = encoded.code;
@@ -46,7 +49,13 @@ export function decodeError(encoded: EncodedError): Error {
   return err;
 }
 
-function commandMessage<A>(id: number, command: ShardCommand<A, unknown>, args: A, clock: Clock, options: { deadlineMs?: number }): CommandMessage {
+function commandMessage<A>(
+  id: number,
+  command: ShardCommand<A, unknown>,
+  args: A,
+  clock: Clock,
+  options: { deadlineMs?: number },
+): CommandMessage {
   const now = clock.now();
   return { id, name: command.name, args, now, deadline: options.deadlineMs === undefined ? undefined : now + options.deadlineMs };
 }

@@ -25,7 +25,9 @@ const ports = new Set<MessagePort>();
 
 try {
   const control = await ControlPlane.open(data.dataDir);
-  const writer = await ShardWriter.open(data.dataDir, data.index, control, new ShardGenerations(data.generations), { placement: scanPlacement });
+  const writer = await ShardWriter.open(data.dataDir, data.index, control, new ShardGenerations(data.generations), {
+    placement: scanPlacement,
+  });
   parent.on('message', (message: ToShardWorker) => {
     if (message.type === 'connect') {
       const port = message.port;

@@ -40,7 +40,13 @@ export class ShardWriter {
     private readonly stopCheckpoints: () => void,
   ) {}
 
-  static async open(dataDir: string, index: number, control: ControlPlane, generations: ShardGenerations, ports: WriterPorts): Promise<ShardWriter> {
+  static async open(
+    dataDir: string,
+    index: number,
+    control: ControlPlane,
+    generations: ShardGenerations,
+    ports: WriterPorts,
+  ): Promise<ShardWriter> {
     const file = shardFile(dataDir, index);
     await migrate(file, shardMigrations);
     const writer = openDatabase(file);

@@ -35,13 +35,20 @@ export class StorageHealth {
     if (!isStorageError(err)) return undefined;
     if (this.readiness.storage) {
       this.readiness.storage = false;
-      this.logger.error({ code: (err as { code: string }).code, err: (err as Error).message, data_dir: this.dataDir }, 'storage failure: the data directory does not take writes (full or read-only?); not ready until it does');
+      this.logger.error(
+        { code: (err as { code: string }).code, err: (err as Error).message, data_dir: this.dataDir },
+        'storage failure: the data directory does not take writes (full or read-only?); not ready until it does',
+      );
       this.timer = setInterval(() => this.probe(), PROBE_EVERY_MS);
       this.timer.unref();
     }
-    return new ApiError('service_unavailable', 'Storage is unavailable (the data directory is full or read-only); nothing was changed; retry later', {
-      headers: { 'Retry-After': '5' },
-    });
+    return new ApiError(
+      'service_unavailable',
+      'Storage is unavailable (the data directory is full or read-only); nothing was changed; retry later',
+      {
+        headers: { 'Retry-After': '5' },
+      },
+    );
   }
 
   private probe(): void {

@@ -82,7 +82,10 @@ export const sqlBuilder: Knex = new Proxy(function sqlBuilder() {} as unknown as
 /** Caches prepared statements by SQL text, so knex-built dynamic queries are prepared once. */
 export class StatementCache {
   private readonly cache = new Map<string, Database.Statement>();
-  constructor(private readonly db: Db, private readonly max = 512) {}
+  constructor(
+    private readonly db: Db,
+    private readonly max = 512,
+  ) {}
 
   get(sql: string): Database.Statement {
     let stmt = this.cache.get(sql);

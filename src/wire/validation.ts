@@ -27,7 +27,8 @@ ajv.addKeyword({
     if (parsed !== undefined && !parsed.sentinel) return true;
     const field = pathToField(ctx?.instancePath ?? '');
     let message: string;
-    if (parsed === undefined) message = outsideSupportedYears(data) ? timestampMessages.outOfRange(field, data) : timestampMessages.invalid(field);
+    if (parsed === undefined)
+      message = outsideSupportedYears(data) ? timestampMessages.outOfRange(field, data) : timestampMessages.invalid(field);
     else message = mode === 'nullable' ? timestampMessages.sentinelNullable(field, data) : timestampMessages.sentinelRequired(field, data);
     (validateTimestamp as unknown as { errors: Partial<ErrorObject>[] }).errors = [{ keyword: 'x-timestamp', message, params: {} }];
     return false;
@@ -90,7 +91,8 @@ function toFieldError(e: ErrorObject): FieldError | undefined {
     case 'type': {
       const received = jsonTypeOf(e.data);
       const expected = expectedTypeName(e.schema);
-      if (received === 'null') return fieldError(field, 'invalid_value', `${field} must not be null`, { expected_type: expected, received_type: received });
+      if (received === 'null')
+        return fieldError(field, 'invalid_value', `${field} must not be null`, { expected_type: expected, received_type: received });
       if (e.schema === 'integer' && received === 'number')
         return fieldError(field, 'invalid_value', `${field} must be an integer`, { expected_type: 'number', received_type: received });
       return fieldError(field, 'invalid_value', `${field} must be of type ${expected}, got ${received}`, {
@@ -113,9 +115,14 @@ function toFieldError(e: ErrorObject): FieldError | undefined {
     case 'x-int64':
       return fieldError(field, 'invalid_value', `${field}${OVERFLOW_SUFFIX}`);
     case 'pattern':
-      return fieldError(field, 'invalid_value', `${field} ${(parent['x-pattern-message'] as string | undefined) ?? 'has an invalid format'}`, {
-        pattern: e.schema,
-      });
+      return fieldError(
+        field,
+        'invalid_value',
+        `${field} ${(parent['x-pattern-message'] as string | undefined) ?? 'has an invalid format'}`,
+        {
+          pattern: e.schema,
+        },
+      );
     case 'enum': {
       const allowed = e.schema as unknown[];
       return fieldError(field, 'invalid_value', `${field} must be one of: ${allowed.join(', ')}`, { allowed_values: allowed });

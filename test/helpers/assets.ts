@@ -18,7 +18,6 @@ export interface AssetsClient {
   otherOrg(name?: string): Promise<AssetsClient>;
 }
 
-
 export function assetsClient(trackd: Trackd, orgName: string): AssetsClient {
   const org = trackd.createOrg(orgName);
   const { token } = trackd.createKey(org.id);

@@ -26,11 +26,34 @@ export interface BenchOutput {
 }
 
 /** Runs `npm run bench` in tiny mode (seconds, one run) for some scenarios; the JSON goes to a temp file. */
-export async function runTinyBench(t: Teardown, only: string[]): Promise<{ code: number | null; stdout: string; stderr: string; output: BenchOutput }> {
+export async function runTinyBench(
+  t: Teardown,
+  only: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string; output: BenchOutput }> {
   const dir = tempDir('trackd-bench-test-');
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const out = path.join(dir, 'latest.json');
-  const args = [path.join(ROOT, 'dist', 'bench', 'run.js'), '--size', 'tiny', '--runs', '1', '--duration', '0.5', '--warmup', '0', '--keys', '2', '--connections', '16', '--generator', 'autocannon', '--only', only.join(','), '--out', out];
+  const args = [
+    path.join(ROOT, 'dist', 'bench', 'run.js'),
+    '--size',
+    'tiny',
+    '--runs',
+    '1',
+    '--duration',
+    '0.5',
+    '--warmup',
+    '0',
+    '--keys',
+    '2',
+    '--connections',
+    '16',
+    '--generator',
+    'autocannon',
+    '--only',
+    only.join(','),
+    '--out',
+    out,
+  ];
   // Its own process group, so that trackd, nats-server, the baseline and the load generators it
   // started go down with it even when this test is cut short.
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -50,7 +73,9 @@ export async function runTinyBench(t: Teardown, only: string[]): Promise<{ code:
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  const output = fs.existsSync(out) ? (JSON.parse(fs.readFileSync(out, 'utf8')) as BenchOutput) : ({ scenarios: [] } as unknown as BenchOutput);
+  const output = fs.existsSync(out)
+    ? (JSON.parse(fs.readFileSync(out, 'utf8')) as BenchOutput)
+    : ({ scenarios: [] } as unknown as BenchOutput);
   return { code, stdout, stderr, output };
 }
 
@@ -62,7 +87,9 @@ export function checkScenarios(t: Test, scenarios: BenchScenario[], latencyFree:
       t.match(s.reason, /^not available yet/, `${s.name} says why it skipped`);
       continue;
     }
-    const fields = latencyFree.includes(s.name) ? (['rate', 'ratio_to_ceiling'] as const) : (['rate', 'p50_ms', 'p99_ms', 'max_ms', 'ratio_to_ceiling'] as const);
+    const fields = latencyFree.includes(s.name)
+      ? (['rate', 'ratio_to_ceiling'] as const)
+      : (['rate', 'p50_ms', 'p99_ms', 'max_ms', 'ratio_to_ceiling'] as const);
     for (const field of fields) t.ok(typeof s[field] === 'number' && Number.isFinite(s[field]), `${s.name}.${field} is a number`);
     t.ok((s.rate as number) > 0, `${s.name} measured a positive rate`);
     t.ok(Array.isArray(s.targets), `${s.name} lists its targets`);

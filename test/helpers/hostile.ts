@@ -109,14 +109,19 @@ export function shardSnapshotter(t: Teardown, trackd: Trackd): () => string {
   return () => {
     const dir = path.join(trackd.dataDir, 'shards');
     const out: string[] = [];
-    for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.sqlite')).sort()) {
+    for (const file of fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith('.sqlite'))
+      .sort()) {
       let db = dbs.get(file);
       if (db === undefined) {
         db = new Database(path.join(dir, file), { readonly: true, fileMustExist: true });
         dbs.set(file, db);
       }
       const tables = db
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'knex_%' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        .prepare(
+          "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'knex_%' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+        )
         .all() as { name: string }[];
       for (const { name } of tables) {
         const rows = (db.prepare(`SELECT * FROM "${name}"`).raw().all() as unknown[]).map((row) =>
@@ -143,17 +148,23 @@ export function envelopeProblems(status: number, headers: Headers | Record<strin
   }
   const e = json?.error;
   if (typeof e !== 'object' || e === null) return [...problems, `no error object: ${text.slice(0, 200)}`];
-  for (const k of ['type', 'title', 'detail', 'instance', 'request_id']) if (typeof e[k] !== 'string') problems.push(`error.${k} not a string`);
+  for (const k of ['type', 'title', 'detail', 'instance', 'request_id'])
+    if (typeof e[k] !== 'string') problems.push(`error.${k} not a string`);
   if (e.status !== status) problems.push(`error.status ${e.status} != ${status}`);
   if (e.instance !== instance) problems.push(`error.instance ${e.instance} != ${instance}`);
   if (e.request_id !== get('x-request-id')) problems.push(`error.request_id ${e.request_id} != X-Request-ID ${get('x-request-id')}`);
-  if (e.type === 'validation_error' && !(Array.isArray(e.fields) && e.fields.length > 0)) problems.push('validation_error without fields[]');
+  if (e.type === 'validation_error' && !(Array.isArray(e.fields) && e.fields.length > 0))
+    problems.push('validation_error without fields[]');
   if (status === 500 || e.type === 'internal_error') problems.push(`internal error: ${text}`);
   return problems;
 }
 
 /** Waits until a child process exits; resolves with its exit code (null when killed by a signal). */
-export function exited(child: { exitCode: number | null; signalCode?: NodeJS.Signals | null; once(event: 'exit', fn: (code: number | null) => void): unknown }): Promise<number | null> {
+export function exited(child: {
+  exitCode: number | null;
+  signalCode?: NodeJS.Signals | null;
+  once(event: 'exit', fn: (code: number | null) => void): unknown;
+}): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode) return Promise.resolve(child.exitCode);
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }

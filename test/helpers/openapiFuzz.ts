@@ -75,7 +75,12 @@ const safeText = (min: number, max: number) =>
 export const validTimestamp = fc
   .date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2099-12-31T00:00:00Z'), noInvalidDate: true })
   .chain((d) =>
-    fc.constantFrom(d.toISOString(), d.toISOString().replace('Z', '+00:00'), d.toISOString().replace(/\.\d{3}Z$/, '.123456789Z'), d.toISOString().replace(/\.\d{3}Z$/, 'Z')),
+    fc.constantFrom(
+      d.toISOString(),
+      d.toISOString().replace('Z', '+00:00'),
+      d.toISOString().replace(/\.\d{3}Z$/, '.123456789Z'),
+      d.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    ),
   );
 
 export interface ValueContext {
@@ -118,7 +123,10 @@ function validNonNull(schema: Schema, ctx: ValueContext, name: string): fc.Arbit
       if (schema.pattern === EXTERNAL_KEY_PATTERN) {
         return fc.oneof(
           { weight: 1, arbitrary: fc.constant(0).map(() => pick(ctx.knownKeys()) ?? 'K-1') },
-          { weight: 2, arbitrary: fc.array(keyChars, { minLength: Math.max(min, 1), maxLength: Math.min(max, 20) }).map((c) => c.join('')) },
+          {
+            weight: 2,
+            arbitrary: fc.array(keyChars, { minLength: Math.max(min, 1), maxLength: Math.min(max, 20) }).map((c) => c.join('')),
+          },
         );
       }
       return safeText(min, max);
@@ -131,7 +139,10 @@ function validNonNull(schema: Schema, ctx: ValueContext, name: string): fc.Arbit
     case 'boolean':
       return fc.boolean();
     case 'array':
-      return fc.array(validValue(schema.items ?? {}, ctx, name), { minLength: schema.minItems ?? 0, maxLength: Math.min(schema.maxItems ?? 3, 3) });
+      return fc.array(validValue(schema.items ?? {}, ctx, name), {
+        minLength: schema.minItems ?? 0,
+        maxLength: Math.min(schema.maxItems ?? 3, 3),
+      });
     case 'object': {
       if (schema.properties === undefined) return fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 });
       const required = new Set<string>(schema.required ?? []);
@@ -141,7 +152,9 @@ function validNonNull(schema: Schema, ctx: ValueContext, name: string): fc.Arbit
         if (Object.keys(sub).length === 0 || sub.readOnly === true) continue;
         const value = validValue(sub, ctx, key);
         // Optional fields appear one time in three, so a valid body is usually valid as a whole too.
-        props[key] = required.has(key) ? value : fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: value });
+        props[key] = required.has(key)
+          ? value
+          : fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: value });
       }
       return fc.record(props).map((o) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)));
     }
@@ -209,7 +222,20 @@ export const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
 );
 
 export const hostileKey = fc.oneof(
-  fc.constantFrom('__proto__', 'constructor', 'prototype', '', '\u0000', 'NAME', 'name ', 'location_id', 'location_external_key', 'id', 'updated_at', 'x'.repeat(300)),
+  fc.constantFrom(
+    '__proto__',
+    'constructor',
+    'prototype',
+    '',
+    '\u0000',
+    'NAME',
+    'name ',
+    'location_id',
+    'location_external_key',
+    'id',
+    'updated_at',
+    'x'.repeat(300),
+  ),
   fc.string({ maxLength: 12, unit: 'binary' }),
 );
 
@@ -266,7 +292,11 @@ export function bodyArbitrary(schema: Schema, ctx: ValueContext): fc.Arbitrary<B
       '{"name":"\\u0000"}',
       '{"\\u0000":"x"}',
     ].map((text): BodyPlan => ({ kind: 'text', text, mutation: `body ${JSON.stringify(text.slice(0, 16))}` })),
-    { kind: 'text', text: Buffer.from([0x7b, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x22, 0x7d]), mutation: 'invalid UTF-8' },
+    {
+      kind: 'text',
+      text: Buffer.from([0x7b, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x22, 0x7d]),
+      mutation: 'invalid UTF-8',
+    },
     { kind: 'text', text: Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]), mutation: 'invalid UTF-8 key' },
     { kind: 'text', text: Buffer.from('{"name":"\xed\xa0\x80"}', 'latin1'), mutation: 'UTF-8 encoded surrogate' },
   );
@@ -308,7 +338,9 @@ function sortFields(description: string | undefined): string[] {
 function validQueryValue(param: Operation['parameters'][number], ctx: ValueContext): fc.Arbitrary<string> {
   if (param.name === 'sort') {
     const fields = sortFields(param.description);
-    return fc.array(fc.tuple(fc.boolean(), fc.constantFrom(...fields)), { minLength: 1, maxLength: 2 }).map((terms) => terms.map(([d, f]) => (d ? `-${f}` : f)).join(','));
+    return fc
+      .array(fc.tuple(fc.boolean(), fc.constantFrom(...fields)), { minLength: 1, maxLength: 2 })
+      .map((terms) => terms.map(([d, f]) => (d ? `-${f}` : f)).join(','));
   }
   const schema = param.schema.type === 'array' ? param.schema.items : param.schema;
   return validValue({ ...schema, nullable: false }, ctx, param.name).map((v) => String(v));
@@ -320,8 +352,11 @@ export function validQueryArbitrary(op: Operation, ctx: ValueContext): fc.Arbitr
   if (params.length === 0) return fc.constant('');
   return fc
     .uniqueArray(fc.constantFrom(...params), { maxLength: 2, selector: (p) => p.name })
-    .chain((chosen): fc.Arbitrary<string[]> =>
-      chosen.length === 0 ? fc.constant([]) : fc.tuple(...chosen.map((p) => validQueryValue(p, ctx).map((v) => `${encodeURIComponent(p.name)}=${encodeURIComponent(v)}`))),
+    .chain(
+      (chosen): fc.Arbitrary<string[]> =>
+        chosen.length === 0
+          ? fc.constant([])
+          : fc.tuple(...chosen.map((p) => validQueryValue(p, ctx).map((v) => `${encodeURIComponent(p.name)}=${encodeURIComponent(v)}`))),
     )
     .map((pieces) => pieces.join('&'));
 }
@@ -330,9 +365,9 @@ export function validQueryArbitrary(op: Operation, ctx: ValueContext): fc.Arbitr
 export function queryArbitrary(op: Operation, ctx: ValueContext): fc.Arbitrary<string> {
   const params = op.parameters.filter((p) => p.in === 'query');
   const pieces: fc.Arbitrary<string>[] = [
-    fc.tuple(fc.constantFrom('unknown', 'limit', 'include_deleted', 'external_key', 'foo[bar]', 'q', '%zz', ''), hostileQueryValue).map(
-      ([n, v]) => `${n === '%zz' ? n : encodeURIComponent(n)}=${encodeURIComponent(v)}`,
-    ),
+    fc
+      .tuple(fc.constantFrom('unknown', 'limit', 'include_deleted', 'external_key', 'foo[bar]', 'q', '%zz', ''), hostileQueryValue)
+      .map(([n, v]) => `${n === '%zz' ? n : encodeURIComponent(n)}=${encodeURIComponent(v)}`),
     fc.constantFrom('%', '%zz=1', 'a=%E0%A4%A', '=', '&&', 'limit', 'limit=1&limit=2', 'q=%00', 'q=%C0%AF'),
   ];
   for (const p of params) {
@@ -355,7 +390,24 @@ export function pathIdArbitrary(ctx: ValueContext): fc.Arbitrary<string> {
     { weight: 6, arbitrary: idArbitrary(ctx).map(String) },
     {
       weight: 2,
-      arbitrary: fc.constantFrom('0', '-1', '2147483648', '9223372036854775808', '99999999999999999999', 'abc', '1.0', '1e3', '01', '%20', '%00', '%2F', '+1', '0x1', 'null', '%E2%80%AE1'),
+      arbitrary: fc.constantFrom(
+        '0',
+        '-1',
+        '2147483648',
+        '9223372036854775808',
+        '99999999999999999999',
+        'abc',
+        '1.0',
+        '1e3',
+        '01',
+        '%20',
+        '%00',
+        '%2F',
+        '+1',
+        '0x1',
+        'null',
+        '%E2%80%AE1',
+      ),
     },
   );
 }

@@ -16,11 +16,20 @@ export interface CorpusRead {
 
 /** Every tag read of a capture in file (arrival) order. */
 export function corpusReads(file = CS463_CORPUS): { messages: number; reads: CorpusRead[] } {
-  const lines = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '');
+  const lines = fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '');
   const reads: CorpusRead[] = [];
   for (const line of lines) {
     const body = JSON.parse(line.slice(line.indexOf('\t') + 1));
-    for (const tag of body.tags) reads.push({ reader: body.rfidReaderName, epc: tag.epc, at: Math.floor(tag.timeStampOfRead / 1000), capturePoint: tag.capturePointName });
+    for (const tag of body.tags)
+      reads.push({
+        reader: body.rfidReaderName,
+        epc: tag.epc,
+        at: Math.floor(tag.timeStampOfRead / 1000),
+        capturePoint: tag.capturePointName,
+      });
   }
   return { messages: lines.length, reads };
 }
@@ -111,7 +120,8 @@ export class CorpusWorld {
     }
     for (const [epc, reads] of byEpc) {
       const latest = reads.reduce((a, b) => (b.at > a.at ? b : a));
-      if (reads.some((r) => r.at === latest.at && r.location !== latest.location)) throw new Error(`corpus: ${epc} has two locations at its latest instant`);
+      if (reads.some((r) => r.at === latest.at && r.location !== latest.location))
+        throw new Error(`corpus: ${epc} has two locations at its latest instant`);
       this.expected.set(epc, { location: latest.location, lastSeen: latest.at, visits: expectedVisits(reads, GAP_MS) });
     }
   }
@@ -119,7 +129,10 @@ export class CorpusWorld {
   /** Creates the 4 capture-point locations and one asset per EPC (tag rfid/EPC) through the REST API. */
   async seed(adminToken: string): Promise<void> {
     const seeded = await seed(this.trackd, adminToken, {
-      locations: Object.entries(LOCATION_BY_CAPTURE_POINT).map(([capturePoint, key]) => ({ external_key: key, tags: key === capturePoint ? [] : [`barcode:${capturePoint}`] })),
+      locations: Object.entries(LOCATION_BY_CAPTURE_POINT).map(([capturePoint, key]) => ({
+        external_key: key,
+        tags: key === capturePoint ? [] : [`barcode:${capturePoint}`],
+      })),
       assets: this.epcs.map((epc) => ({ external_key: assetKey(epc), tags: [`rfid:${epc}`] })),
     });
     this.assetIds = seeded.assets;
@@ -129,7 +142,9 @@ export class CorpusWorld {
   private async allPages(url: string): Promise<any[]> {
     const rows: any[] = [];
     for (let offset = 0; ; offset += 200) {
-      const res = await this.trackd.request('GET', `${url}${url.includes('?') ? '&' : '?'}limit=200&offset=${offset}`, { token: this.token });
+      const res = await this.trackd.request('GET', `${url}${url.includes('?') ? '&' : '?'}limit=200&offset=${offset}`, {
+        token: this.token,
+      });
       if (res.status !== 200) throw new Error(`GET ${url} ${res.status}: ${res.text}`);
       rows.push(...res.json.data);
       if (rows.length >= res.json.total_count || res.json.data.length === 0) return rows;
@@ -139,7 +154,9 @@ export class CorpusWorld {
   /** The report and every asset's history, as comparable plain data. */
   async snapshot(): Promise<{ report: any[]; history: Record<string, any[]> }> {
     const report = await this.allPages('/api/v1/reports/asset-locations?sort=asset_external_key');
-    const pages = await Promise.all(this.epcs.map((epc) => this.allPages(`/api/v1/assets/${this.assetIds[assetKey(epc)]}/history?sort=event_observed_at`)));
+    const pages = await Promise.all(
+      this.epcs.map((epc) => this.allPages(`/api/v1/assets/${this.assetIds[assetKey(epc)]}/history?sort=event_observed_at`)),
+    );
     const history: Record<string, any[]> = {};
     this.epcs.forEach((epc, i) => (history[epc] = pages[i]));
     return { report, history };
@@ -153,9 +170,16 @@ export class CorpusWorld {
       const row = view.report.find((r) => r.asset_external_key === assetKey(epc));
       const got = row === undefined ? undefined : { location: row.location_external_key, lastSeen: row.asset_last_seen };
       const wanted = { location: want.location, lastSeen: new Date(want.lastSeen).toISOString() };
-      if (JSON.stringify(got) !== JSON.stringify(wanted)) out.report.push(`${epc}: got ${JSON.stringify(got)}, want ${JSON.stringify(wanted)}`);
-      const visits = view.history[epc].map((h) => ({ location: this.locationKeyById.get(h.location_id), start: Date.parse(h.event_observed_at), last: Date.parse(h.last_seen_at), count: h.read_count }));
-      if (JSON.stringify(visits) !== JSON.stringify(want.visits)) out.history.push(`${epc}: ${visits.length} visits, want ${want.visits.length}`);
+      if (JSON.stringify(got) !== JSON.stringify(wanted))
+        out.report.push(`${epc}: got ${JSON.stringify(got)}, want ${JSON.stringify(wanted)}`);
+      const visits = view.history[epc].map((h) => ({
+        location: this.locationKeyById.get(h.location_id),
+        start: Date.parse(h.event_observed_at),
+        last: Date.parse(h.last_seen_at),
+        count: h.read_count,
+      }));
+      if (JSON.stringify(visits) !== JSON.stringify(want.visits))
+        out.history.push(`${epc}: ${visits.length} visits, want ${want.visits.length}`);
     }
     return out;
   }

@@ -17,7 +17,12 @@ export interface ScanBody {
   [key: string]: unknown;
 }
 
-export function scanBody(location: string, tags: string[], observedAt: Date | string = new Date(), extra: Partial<ScanBody> = {}): ScanBody {
+export function scanBody(
+  location: string,
+  tags: string[],
+  observedAt: Date | string = new Date(),
+  extra: Partial<ScanBody> = {},
+): ScanBody {
   return {
     event_id: ulid(),
     observed_at: typeof observedAt === 'string' ? observedAt : observedAt.toISOString(),

@@ -59,7 +59,11 @@ export interface Trackd {
   cli(args: string[], extraEnv?: Record<string, string>): any;
   cliRaw(args: string[], extraEnv?: Record<string, string>): { status: number | null; stdout: string; stderr: string };
   createOrg(name?: string): { id: number; name: string };
-  createKey(orgId: number, scopes?: string[], extra?: string[]): { api_key_id: string; token: string; expires_at: string | null; scopes: string[] };
+  createKey(
+    orgId: number,
+    scopes?: string[],
+    extra?: string[],
+  ): { api_key_id: string; token: string; expires_at: string | null; scopes: string[] };
   stop(signal?: NodeJS.Signals): Promise<number | null>;
   restart(): Promise<void>;
 }
@@ -138,20 +142,22 @@ export async function startTrackd(t: Teardown, options: StartOptions = {}): Prom
     get process() {
       return child;
     },
-    logs: () => lines.flatMap((l) => {
-      try {
-        return [JSON.parse(l)];
-      } catch {
-        return [];
-      }
-    }),
+    logs: () =>
+      lines.flatMap((l) => {
+        try {
+          return [JSON.parse(l)];
+        } catch {
+          return [];
+        }
+      }),
     async request(method, urlPath, opts = {}) {
       const headers: Record<string, string> = { ...opts.headers };
       if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
       let body: string | Buffer | undefined;
       if (opts.body !== undefined) {
         body = typeof opts.body === 'string' || Buffer.isBuffer(opts.body) ? opts.body : JSON.stringify(opts.body);
-        const ct = opts.contentType === undefined ? (method === 'PATCH' ? 'application/merge-patch+json' : 'application/json') : opts.contentType;
+        const ct =
+          opts.contentType === undefined ? (method === 'PATCH' ? 'application/merge-patch+json' : 'application/json') : opts.contentType;
         if (ct !== null) headers['content-type'] = ct;
       }
       const res = await httpRequest(port, method, urlPath, headers, body);
@@ -219,7 +225,11 @@ function httpRequest(port: number, method: string, urlPath: string, headers: Rec
 }
 
 /** Polls `check` until it returns a truthy value or the timeout passes. */
-export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 5000, everyMs = 50): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 5000,
+  everyMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

@@ -38,7 +38,15 @@ export function expectError(
   t.ok(error, `${label}: error envelope present`);
   if (!error) return;
   const keys = Object.keys(error).sort();
-  const wantKeys = ['detail', 'instance', 'request_id', 'status', 'title', 'type', ...(expected.fields === undefined ? [] : ['fields'])].sort();
+  const wantKeys = [
+    'detail',
+    'instance',
+    'request_id',
+    'status',
+    'title',
+    'type',
+    ...(expected.fields === undefined ? [] : ['fields']),
+  ].sort();
   t.same(keys, wantKeys, `${label}: envelope keys`);
   t.equal(error.type, expected.type, `${label}: type`);
   t.equal(error.title, TITLES[expected.type], `${label}: title`);
@@ -88,7 +96,12 @@ function parseRaw(text: string): RawResponse | undefined {
  * blank line), then `body` chunks written one after another until a response arrives. Used where a
  * fetch client would refuse to send what the test needs (oversized declared lengths, endless chunked bodies).
  */
-export function rawRequest(port: number, head: string, body: Iterable<Buffer | string> | AsyncIterable<Buffer | string> = [], timeoutMs = 10_000): Promise<RawResponse> {
+export function rawRequest(
+  port: number,
+  head: string,
+  body: Iterable<Buffer | string> | AsyncIterable<Buffer | string> = [],
+  timeoutMs = 10_000,
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     let received = '';

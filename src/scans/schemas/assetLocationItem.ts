@@ -7,7 +7,9 @@ export const AssetLocationItem = Type.Object(
     asset_id: Id,
     asset_external_key: Type.String(),
     location_id: Nullable(Id),
-    location_external_key: Nullable(Type.String({ description: 'null when the location is soft-deleted (the report shows current state)' })),
+    location_external_key: Nullable(
+      Type.String({ description: 'null when the location is soft-deleted (the report shows current state)' }),
+    ),
     asset_last_seen: Timestamp,
     asset_deleted_at: NullableResponseTimestamp,
   },
