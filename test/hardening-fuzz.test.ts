@@ -1,7 +1,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import AjvModule from 'ajv';
-import { ALL_SCOPES, startTrackd } from './helpers/trackd.js';
+import { startTrackd } from './helpers/trackd.js';
 import { envelopeProblems, shardSnapshotter } from './helpers/hostile.js';
 import { inlineRefs } from './helpers/openapi.js';
 import {

@@ -11,7 +11,7 @@ t.test('location list and tags sub-resource', async (t) => {
   const root = await api.create({ external_key: 'ROOT', name: 'Root' });
   const la = await api.create({ external_key: 'LA', name: 'alpha', parent_id: root.id, description: 'North dock' });
   const lb = await api.create({ external_key: 'LB', name: 'Bravo', parent_id: root.id });
-  const lc = await api.create({
+  const _lc = await api.create({
     external_key: 'LC',
     name: 'Charlie',
     parent_external_key: 'ROOT',

@@ -16,7 +16,7 @@ export const ingestRaw: CustomScenario = {
   unit: 'reads/s',
   async run(ctx) {
     const messages = Math.max(100, Math.round(ctx.options.durationSeconds * 1_000));
-    let drained;
+    let drained: Awaited<ReturnType<typeof drainBacklog>>;
     try {
       drained = await drainBacklog(ctx, fieldPlan(ctx, READS, messages, 'raw'), { HISTORY_GAP_SECONDS: '0' });
     } finally {

@@ -55,7 +55,7 @@ async function main(argv: string[]): Promise<void> {
   const name = `${argv[0] ?? ''} ${argv[1] ?? ''}`;
   const command = COMMANDS[name];
   if (command === undefined) fail(argv.length === 0 ? USAGE : `unknown command "${argv.slice(0, 2).join(' ')}"\n${USAGE}`);
-  let parsed;
+  let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({ args: argv.slice(2), options: command.options, allowPositionals: true, strict: true });
   } catch (err) {

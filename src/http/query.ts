@@ -3,6 +3,7 @@ import { parseTimestamp, timestampMessages } from '../wire/timestamps.js';
 
 export const ID_MAX = 2147483647;
 export const EXTERNAL_KEY_PATTERN = /^[A-Za-z0-9-]+$/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is this pattern's purpose
 const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
 
 export type QueryParam = { description?: string } & (

@@ -89,7 +89,7 @@ export class RateLimiter {
   /** Whole seconds until the window ends, at least 1 (X-RateLimit-Reset and Retry-After). */
   resetSeconds(w: RateWindow, now: number): number {
     const s = Math.ceil((w.start + RATE_WINDOW_MS - now) / 1000);
-    return s < 1 ? 1 : s;
+    return Math.max(s, 1);
   }
 
   private lock(): void {

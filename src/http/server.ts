@@ -21,7 +21,7 @@ import {
   decodeBody,
   matchRoute,
   parseInputs,
-  rateLimited,
+  type rateLimited,
   requireScopes,
   resolveShard,
   takeRate,
@@ -197,7 +197,10 @@ export class HttpServer {
     });
     this.inFlight++;
 
-    if (this.draining) return this.fail(p, new ApiError('service_unavailable', 'The server is shutting down'), true);
+    if (this.draining) {
+      this.fail(p, new ApiError('service_unavailable', 'The server is shutting down'), true);
+      return;
+    }
     let compiled: CompiledRoute;
     let rawParams: Record<string, string>;
     let principal: Principal | Promise<Principal> | undefined;
@@ -207,12 +210,16 @@ export class HttpServer {
       p.route = compiled.metricRoute;
       if (compiled.route.body !== undefined) {
         const declared = contentLength === '' ? undefined : Number(contentLength);
-        if (declared !== undefined && declared > MAX_BODY_BYTES) return this.fail(p, tooLarge(), true);
+        if (declared !== undefined && declared > MAX_BODY_BYTES) {
+          this.fail(p, tooLarge(), true);
+          return;
+        }
         body = this.readBody(p);
       }
       principal = authenticate(this.options.authenticator, compiled.route, authorization, hasApiKeyHeader, this.clock.now());
     } catch (err) {
-      return this.fail(p, err);
+      this.fail(p, err);
+      return;
     }
     void this.run(p, { compiled, rawParams, rawQuery, contentType, body, principal, isHead: method === 'HEAD' });
   }

@@ -15,7 +15,7 @@ import { parsePathId, parseQuery } from './query.js';
 import type { RateLimiter, RateWindow } from './rateLimit.js';
 import { ResponseCache } from './responseCache.js';
 import type { Reply, RequestContext, Route } from './route.js';
-import { Router, type Method } from './router.js';
+import type { Router, Method } from './router.js';
 import { compileValidator, type BodyValidator } from '../wire/validation.js';
 
 /** A route with what its requests need prepared once: the body validator and the path parameter names. */

@@ -39,6 +39,7 @@ const LOWER_FUNCTION = 'trackd_lower';
  * call into JavaScript per row.
  */
 export function substringMatch(text: string): { sql: (column: string) => string; value: string } {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the whole ASCII range, controls included, is what LIKE folds
   if (/^[\x00-\x7f]*$/.test(text)) return { sql: (column) => `${column} LIKE ? ESCAPE '\\'`, value: likePattern(text) };
   return { sql: (column) => `instr(${LOWER_FUNCTION}(${column}), ?) > 0`, value: text.toLowerCase() };
 }

@@ -75,7 +75,7 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
   const mqttPort = options.mqttPort === undefined ? undefined : options.mqttPort || (await freePort());
   const lines = [
     `server_name: "${options.serverName ?? 'trackd'}"`,
-    'listen: "127.0.0.1:' + port + '"',
+    `listen: "127.0.0.1:${port}"`,
     `jetstream { store_dir: ${JSON.stringify(options.storeDir)} }`,
   ];
   if (mqttPort !== undefined) lines.push(`mqtt { listen: "127.0.0.1:${mqttPort}" }`);

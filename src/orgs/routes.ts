@@ -1,4 +1,3 @@
-import { Type } from '@sinclair/typebox';
 import { ApiError } from '../errors/catalog.js';
 import type { Route } from '../http/route.js';
 import type { Services } from '../services.js';

@@ -6,7 +6,7 @@ import type { CanonicalScan } from '../scans/canonical.js';
 import { MAX_FUTURE_SKEW_MS } from '../scans/decode.js';
 import { parseJsonObject, type ReaderFormat } from './format.js';
 
-type Cs463Payload = Static<typeof Cs463Payload>;
+type Cs463Message = Static<typeof Cs463Payload>;
 
 const validate = compileValidator(Cs463Payload);
 
@@ -25,7 +25,7 @@ export const cs463: ReaderFormat = {
     const errors = validate(parsed.body);
     if (errors.length > 0)
       return { dead: { reason: 'invalid_body', detail: errors.map((e) => `${e.field}: ${e.code}: ${e.message}`).join('; ') } };
-    const payload = parsed.body as Cs463Payload;
+    const payload = parsed.body as Cs463Message;
     const scans: CanonicalScan[] = [];
     for (const read of payload.tags) {
       const observedAt = Math.floor(read.timeStampOfRead / 1000);

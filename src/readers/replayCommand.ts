@@ -13,6 +13,7 @@ interface ReaderMessage {
 /** Most QoS 1 publishes awaiting their PUBACK at once when replaying as fast as possible. */
 const IN_FLIGHT = 1024;
 /** Characters nats-server 2.9 refuses in MQTT topics, and the topic and subject wildcards. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is one of the characters nats-server refuses
 const TOPIC_UNSAFE = /[\s.+#/*>\u0000]/;
 
 /** MQTT_URL, else the URL the running server wrote to DATA_DIR/mqtt.url for its embedded nats-server. */

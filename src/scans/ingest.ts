@@ -229,12 +229,20 @@ class ScanConsumer implements ScanIngest {
     if (this.inHand.has(seq)) return;
     this.inHand.add(seq);
     const { route, labels, labelKey } = this.routeOf(msg.subject);
-    if ('dead' in route) return this.deadLetter(msg, route.orgToken, route.dead, labels);
+    if ('dead' in route) {
+      this.deadLetter(msg, route.orgToken, route.dead, labels);
+      return;
+    }
     const shardIndex = this.services.shards.shardIndexOf(route.orgId);
-    if (shardIndex === undefined)
-      return this.deadLetter(msg, route.orgToken, { reason: 'unknown_org', detail: `organization ${route.orgId} does not exist` }, labels);
+    if (shardIndex === undefined) {
+      this.deadLetter(msg, route.orgToken, { reason: 'unknown_org', detail: `organization ${route.orgId} does not exist` }, labels);
+      return;
+    }
     const decoded = this.source.decode(msg.subject, route.orgId, msg.data, this.clock.now());
-    if ('dead' in decoded) return this.deadLetter(msg, route.orgToken, decoded.dead, labels);
+    if ('dead' in decoded) {
+      this.deadLetter(msg, route.orgToken, decoded.dead, labels);
+      return;
+    }
     if (decoded.scans.length === 0) {
       // Nothing to apply (a reader message without tag reads): no shard state depends on it.
       this.services.metrics.inc('trackd_scans_applied_total', 'Scan messages applied', labels);

@@ -158,7 +158,7 @@ export class CorpusWorld {
       this.epcs.map((epc) => this.allPages(`/api/v1/assets/${this.assetIds[assetKey(epc)]}/history?sort=event_observed_at`)),
     );
     const history: Record<string, any[]> = {};
-    this.epcs.forEach((epc, i) => (history[epc] = pages[i]));
+    for (const [i, epc] of this.epcs.entries()) history[epc] = pages[i]!;
     return { report, history };
   }
 

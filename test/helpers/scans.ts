@@ -58,7 +58,7 @@ export interface DeadLetterView {
 /** Every message in SCANS_DEAD, read by sequence. */
 export async function deadLetters(nc: NatsConnection): Promise<DeadLetterView[]> {
   const jsm = await jetstreamManager(nc);
-  let info;
+  let info: Awaited<ReturnType<typeof jsm.streams.info>>;
   try {
     info = await jsm.streams.info('SCANS_DEAD');
   } catch {

@@ -87,7 +87,7 @@ async function launch(env: Record<string, string>): Promise<{ child: ChildProces
     const timer = setTimeout(() => reject(new Error(`trackd did not start within 30s: ${stderr}`)), 30_000);
     child.stdout!.on('data', (d: Buffer) => {
       buffer += d.toString();
-      let nl;
+      let nl: number;
       while ((nl = buffer.indexOf('\n')) >= 0) {
         const line = buffer.slice(0, nl);
         buffer = buffer.slice(nl + 1);
