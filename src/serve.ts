@@ -1,6 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Authenticator } from './auth/authenticator.js';
 import type { Config } from './config.js';
+import type { InjectedRequest, InjectedResponse } from './http/inject.js';
+import type { HttpServer } from './http/server.js';
 import { ControlPlane } from './control/controlPlane.js';
 import { loadSigningKey } from './auth/signingKey.js';
 import { HttpThreads } from './http/threads.js';
@@ -20,21 +23,31 @@ import { StorageHealth } from './storage/health.js';
 export interface RunningService {
   port: number;
   natsUrl: string;
+  /**
+   * Answers a request without a socket, through the same pipeline as the wire, on this thread
+   * (the in-process test harness; the public surface is the port).
+   */
+  inject(request: InjectedRequest): Promise<InjectedResponse>;
   stop(): Promise<void>;
+}
+
+export interface ServeOptions {
+  /** Log to this file instead of stdout (the in-process test harness, whose stdout is TAP). */
+  logFile?: string;
 }
 
 /**
  * Starts trackd: storage, the embedded nats-server when NATS_URL is unset, one actor thread per
  * shard, the scan consumer on this (main) thread, and HTTP_THREADS HTTP threads on one port.
  */
-export async function serve(config: Config): Promise<RunningService> {
-  const logger = createLogger(config.LOG_LEVEL);
+export async function serve(config: Config, options: ServeOptions = {}): Promise<RunningService> {
+  const logger = createLogger(config.LOG_LEVEL, options.logFile);
   const metrics = new Metrics();
   collectProcessMetrics(metrics);
   fs.mkdirSync(config.DATA_DIR, { recursive: true });
   const control = await ControlPlane.open(config.DATA_DIR);
   // Generated here once, before any thread may race to create it.
-  await loadSigningKey(config.DATA_DIR);
+  const signingKey = await loadSigningKey(config.DATA_DIR);
   let crashed: ((err: Error) => void) | undefined;
   const onCrash = (err: Error) => {
     logger.fatal({ err }, 'a trackd thread failed; exiting');
@@ -47,7 +60,7 @@ export async function serve(config: Config): Promise<RunningService> {
   const shards = new ShardRegistry(config.DATA_DIR, control, actors.link());
   const services: Services = { config, logger, metrics, control, shards, readiness };
   services.storageHealth = new StorageHealth(config.DATA_DIR, readiness, logger);
-  const http = new HttpThreads(config, logger, readiness, actors, metrics, onCrash);
+  const http = new HttpThreads(config, logger, readiness, actors, metrics, onCrash, options.logFile);
   collectThreadBusy(metrics, () => [
     ['main', performance],
     ...[...http.workers(), ...actors.workers()].map(([name, worker]): [string, LoopClock] => [name, worker.performance]),
@@ -98,10 +111,27 @@ export async function serve(config: Config): Promise<RunningService> {
     'listening',
   );
 
+  // Built on first use, so that a served process never loads the HTTP modules on its main thread.
+  let injector: Promise<{ server: HttpServer; authenticator: Authenticator }> | undefined;
+  const injectRequest = async (request: InjectedRequest) => {
+    injector ??= (async () => {
+      const [{ createHttpServer }, { Authenticator }] = await Promise.all([import('./http/app.js'), import('./auth/authenticator.js')]);
+      const authenticator = new Authenticator(control, signingKey, config.TRACKD_ENV, logger);
+      const server = createHttpServer({ ...services, scrapeMetrics: () => http.scrape() }, authenticator, http.rateLimit);
+      return { server, authenticator };
+    })();
+    return (await injector).server.inject(request);
+  };
+
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
       logger.info('shutting down');
+      if (injector !== undefined) {
+        const { server, authenticator } = await injector;
+        await server.stop();
+        authenticator.close();
+      }
       await http.stop();
       await ingest?.stop();
       await shards.closeAll();
@@ -113,5 +143,5 @@ export async function serve(config: Config): Promise<RunningService> {
       logger.flush();
     })());
   crashed = () => void embedded?.stop();
-  return { port, natsUrl, stop };
+  return { port, natsUrl, inject: injectRequest, stop };
 }

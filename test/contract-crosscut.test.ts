@@ -55,8 +55,8 @@ const fieldCodes = (res: HttpResult) => (res.json?.error?.fields ?? []).map((f: 
 
 t.test('cross-cutting contract rules on every documented operation', async (t) => {
   const trackd = await startTrackd(t);
-  const org = trackd.createOrg('Audit');
-  const { token } = trackd.createKey(org.id, ALL_SCOPES);
+  const org = await trackd.createOrg('Audit');
+  const { token } = await trackd.createKey(org.id, ALL_SCOPES);
 
   // Fixture: a root and a child location (the child with a tag), an asset with a tag and a scan.
   // Inbound timestamps use an offset and nine fractional digits: outbound must be UTC .NNNZ, truncated.
@@ -84,7 +84,7 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
   });
   t.equal(asset.status, 201, 'asset');
   t.equal(asset.json.data.valid_from, '2021-06-01T12:00:00.000Z', 'whole seconds gain .000');
-  trackd.cli([
+  await trackd.cli([
     'scans',
     'publish',
     '--org',
@@ -226,10 +226,10 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
       if (!keysLacking.has(lacking))
         keysLacking.set(
           lacking,
-          trackd.createKey(
+          (await trackd.createKey(
             org.id,
             ALL_SCOPES.filter((s) => !op.scopes.includes(s)),
-          ).token,
+          )).token,
         );
       const forbidden = await send(op, path, { token: keysLacking.get(lacking) });
       expectError(t, forbidden, { status: 403, type: 'forbidden', instance: path }, `${label} without ${op.scopes.join(',')}`);

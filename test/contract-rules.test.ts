@@ -9,8 +9,8 @@ const fieldCodes = (res: { json: any }) => (res.json?.error?.fields ?? []).map((
 
 t.test('contract rules', async (t) => {
   const trackd = await startTrackd(t);
-  const org = trackd.createOrg('Audit rules');
-  const { token } = trackd.createKey(org.id, ALL_SCOPES);
+  const org = await trackd.createOrg('Audit rules');
+  const { token } = await trackd.createKey(org.id, ALL_SCOPES);
   const root = await trackd.request('POST', '/api/v1/locations', { token, body: { external_key: 'ROOT', name: 'Root' } });
   t.equal(root.status, 201);
   const child = await trackd.request('POST', '/api/v1/locations', { token, body: { external_key: 'CHILD', name: 'Child' } });
@@ -171,7 +171,7 @@ t.test('contract rules', async (t) => {
       body: { external_key: 'UMLAUT', name: 'Kein Ärger', description: 'Große Kiste', tags: [{ tag_type: 'barcode', value: 'Été-7' }] },
     });
     t.equal(asset.status, 201);
-    trackd.cli(['scans', 'publish', '--org', String(org.id), '--location', 'ROOT', '--tag', 'barcode:Été-7']);
+    await trackd.cli(['scans', 'publish', '--org', String(org.id), '--location', 'ROOT', '--tag', 'barcode:Été-7']);
     await eventually(
       async () => (await trackd.request('GET', '/api/v1/reports/asset-locations', { token })).json?.total_count === 1,
       10_000,

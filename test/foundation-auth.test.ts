@@ -15,8 +15,8 @@ function decodePart(token: string, index: number): any {
 
 t.test('API key authentication on GET /api/v1/orgs/me (interface 5)', async (t) => {
   const trackd = await startTrackd(t);
-  const org = trackd.createOrg('Acme');
-  const key = trackd.createKey(org.id, ['assets:read', 'tracking:read']);
+  const org = await trackd.createOrg('Acme');
+  const key = await trackd.createKey(org.id, ['assets:read', 'tracking:read']);
   const header = decodePart(key.token, 0);
   const claims = decodePart(key.token, 1);
 
@@ -39,12 +39,12 @@ t.test('API key authentication on GET /api/v1/orgs/me (interface 5)', async (t) 
   // Tokens forged or borrowed in every way section 5 and the issue name.
   const other = tempDir();
   t.teardown(() => fs.rmSync(other, { recursive: true, force: true }));
-  const otherOrg = trackd.cli(['orgs', 'create', '--name', 'Elsewhere'], { DATA_DIR: other });
-  const foreign = trackd.cli(['keys', 'create', '--org', String(otherOrg.id), '--name', 'x', '--scopes', 'assets:read'], {
+  const otherOrg = await trackd.cli(['orgs', 'create', '--name', 'Elsewhere'], { DATA_DIR: other });
+  const foreign = await trackd.cli(['keys', 'create', '--org', String(otherOrg.id), '--name', 'x', '--scopes', 'assets:read'], {
     DATA_DIR: other,
   });
-  const production = trackd.createKey(org.id, ['assets:read'], ['--env', 'production']);
-  const session = trackd.cli(['sessions', 'create', '--org', String(org.id), '--user', 'alice']);
+  const production = await trackd.createKey(org.id, ['assets:read'], ['--env', 'production']);
+  const session = await trackd.cli(['sessions', 'create', '--org', String(org.id), '--user', 'alice']);
   const signingKey = JSON.parse(fs.readFileSync(path.join(trackd.dataDir, 'keys', 'signing-key.json'), 'utf8'));
   const [h, p, s] = key.token.split('.');
   const noneToken = `${b64url({ alg: 'none', typ: 'JWT', kid: header.kid })}.${p}.`;

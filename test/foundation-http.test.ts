@@ -7,8 +7,8 @@ const MAX_BODY = 1024 * 1024;
 
 t.test('HTTP front end: methods, paths, request ids, bodies, content types, ids and query names', async (t) => {
   const trackd = await startTrackd(t);
-  const org = trackd.createOrg('Acme');
-  const { token } = trackd.createKey(org.id, ALL_SCOPES);
+  const org = await trackd.createOrg('Acme');
+  const { token } = await trackd.createKey(org.id, ALL_SCOPES);
   const created = await trackd.request('POST', '/api/v1/assets', { token, body: { name: 'Forklift' } });
   t.equal(created.status, 201, 'an asset to PATCH');
   const assetPath = `/api/v1/assets/${created.json.data.id}`;
@@ -316,7 +316,7 @@ t.test('HTTP front end: methods, paths, request ids, bodies, content types, ids 
   });
 
   t.test('403 forbidden when the key lacks the scope', async (t) => {
-    const readOnly = trackd.createKey(org.id, ['locations:read']);
+    const readOnly = await trackd.createKey(org.id, ['locations:read']);
     for (const [method, path, body] of [
       ['GET', '/api/v1/assets', undefined],
       ['POST', '/api/v1/assets', { name: 'Nope' }],

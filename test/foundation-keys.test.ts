@@ -8,13 +8,13 @@ const ME = '/api/v1/orgs/me';
 
 t.test('key lifecycle on the running server: revocation, expiry, deleted organization', async (t) => {
   const trackd = await startTrackd(t);
-  const org = trackd.createOrg('Acme');
-  const key = trackd.createKey(org.id, ['assets:read']);
+  const org = await trackd.createOrg('Acme');
+  const key = await trackd.createKey(org.id, ['assets:read']);
 
   t.test('a revoked key is refused by the running server within one second', async (t) => {
-    const victim = trackd.createKey(org.id, ['assets:read']);
+    const victim = await trackd.createKey(org.id, ['assets:read']);
     t.equal((await trackd.request('GET', ME, { token: victim.token })).status, 200, 'works before (and is now cached)');
-    const revoked = trackd.cli(['keys', 'revoke', victim.api_key_id]);
+    const revoked = await trackd.cli(['keys', 'revoke', victim.api_key_id]);
     const revokedAt = Date.now();
     t.equal(revoked.api_key_id, victim.api_key_id);
     const res = await eventually(
@@ -29,8 +29,8 @@ t.test('key lifecycle on the running server: revocation, expiry, deleted organiz
     t.ok(elapsed <= 1000, `refused ${elapsed} ms after the revoke command returned`);
     expectError(t, res, { status: 401, type: 'unauthorized', detail: 'API key has been revoked', instance: ME });
     t.equal(res.headers.get('www-authenticate'), REALM_HEADER);
-    const fresh = trackd.createKey(org.id, ['assets:read']);
-    trackd.cli(['keys', 'revoke', fresh.api_key_id]);
+    const fresh = await trackd.createKey(org.id, ['assets:read']);
+    await trackd.cli(['keys', 'revoke', fresh.api_key_id]);
     const uncached = await trackd.request('GET', ME, { token: fresh.token });
     expectError(
       t,
@@ -42,8 +42,8 @@ t.test('key lifecycle on the running server: revocation, expiry, deleted organiz
 
   t.test('an expired key gets its own detail, cached or not', async (t) => {
     // Expiries count from when the CLI runs, so a slow machine shortens nothing.
-    const unused = trackd.createKey(org.id, ['assets:read'], ['--expires-in', '2s']);
-    const shortLived = trackd.createKey(org.id, ['assets:read'], ['--expires-in', '5s']);
+    const unused = await trackd.createKey(org.id, ['assets:read'], ['--expires-in', '2s']);
+    const shortLived = await trackd.createKey(org.id, ['assets:read'], ['--expires-in', '5s']);
     t.equal((await trackd.request('GET', ME, { token: shortLived.token })).status, 200, 'valid before expiry');
     const lastExpiry = Math.max(Date.parse(unused.expires_at as string), Date.parse(shortLived.expires_at as string));
     await new Promise((r) => setTimeout(r, lastExpiry + 100 - Date.now()));
@@ -58,9 +58,9 @@ t.test('key lifecycle on the running server: revocation, expiry, deleted organiz
   });
 
   t.test('422 missing_org_context when the key organization no longer exists', async (t) => {
-    const doomed = trackd.createOrg('Doomed');
-    const cachedKey = trackd.createKey(doomed.id, ['assets:read']);
-    const uncachedKey = trackd.createKey(doomed.id, ['locations:read']);
+    const doomed = await trackd.createOrg('Doomed');
+    const cachedKey = await trackd.createKey(doomed.id, ['assets:read']);
+    const uncachedKey = await trackd.createKey(doomed.id, ['locations:read']);
     t.equal((await trackd.request('GET', ME, { token: cachedKey.token })).status, 200);
     const db = new Database(path.join(trackd.dataDir, 'control.sqlite'));
     db.prepare('DELETE FROM orgs WHERE id = ?').run(doomed.id);
@@ -78,8 +78,8 @@ t.test('key lifecycle on the running server: revocation, expiry, deleted organiz
 
 t.test('an unexpected failure is 500 internal_error with a generic detail, logged with the request id', async (t) => {
   const trackd = await startTrackd(t);
-  const org = trackd.createOrg('Acme');
-  const key = trackd.createKey(org.id, ['assets:read']);
+  const org = await trackd.createOrg('Acme');
+  const key = await trackd.createKey(org.id, ['assets:read']);
   t.equal((await trackd.request('GET', ME, { token: key.token })).status, 200);
   // Storage failure: the organizations table disappears under the running server.
   const db = new Database(path.join(trackd.dataDir, 'control.sqlite'));

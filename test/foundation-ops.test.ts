@@ -20,8 +20,8 @@ function parseMetrics(text: string): Map<string, number> {
 t.test('health, readiness, metrics and request logs', async (t) => {
   const nats = await startNats(t);
   const trackd = await startTrackd(t, { natsUrl: nats.url });
-  const org = trackd.createOrg('Acme');
-  const key = trackd.createKey(org.id, ALL_SCOPES);
+  const org = await trackd.createOrg('Acme');
+  const key = await trackd.createKey(org.id, ALL_SCOPES);
 
   t.test('/healthz and /readyz need no key and sit outside /api/', async (t) => {
     const health = await trackd.request('GET', '/healthz');
@@ -118,8 +118,8 @@ t.test('health, readiness, metrics and request logs', async (t) => {
 
 t.test('SIGTERM: stop accepting, finish in-flight requests, exit 0 within 10 s', async (t) => {
   const trackd = await startTrackd(t);
-  const org = trackd.createOrg('Acme');
-  const key = trackd.createKey(org.id, ALL_SCOPES);
+  const org = await trackd.createOrg('Acme');
+  const key = await trackd.createKey(org.id, ALL_SCOPES);
   const body = JSON.stringify({ name: 'Shipped during shutdown' });
   const head = [
     'POST /api/v1/assets HTTP/1.1',

@@ -13,9 +13,9 @@ const rate = (res: { headers: Headers }) => ({
 
 t.test(`rate limiting with RATE_LIMIT_PER_MIN=${LIMIT}: fixed 60 s window per key`, async (t) => {
   const trackd = await startTrackd(t, { env: { RATE_LIMIT_PER_MIN: String(LIMIT) } });
-  const org = trackd.createOrg('Acme');
-  const a = trackd.createKey(org.id, ['assets:read', 'assets:write']);
-  const b = trackd.createKey(org.id, ['assets:read']);
+  const org = await trackd.createOrg('Acme');
+  const a = await trackd.createKey(org.id, ['assets:read', 'assets:write']);
+  const b = await trackd.createKey(org.id, ['assets:read']);
 
   t.test('every /api response of a key carries the headers, and the budget runs out into 429', async (t) => {
     // Success, 404-by-id, 415 and 405 are all charged to the key once it is known.

@@ -27,12 +27,12 @@ const TOTAL_RUNS = Number(process.env.HARDENING_RUNS ?? 900);
 
 t.test('every operation of our OpenAPI document, driven with generated valid and hostile requests', async (t) => {
   const trackd = await startTrackd(t);
-  const orgA = trackd.createOrg('Fuzz A');
-  const orgB = trackd.createOrg('Fuzz B');
+  const orgA = await trackd.createOrg('Fuzz A');
+  const orgB = await trackd.createOrg('Fuzz B');
   const tokens = {
-    a: trackd.createKey(orgA.id).token,
-    aReadOnly: trackd.createKey(orgA.id, ['assets:read', 'locations:read']).token,
-    b: trackd.createKey(orgB.id).token,
+    a: (await trackd.createKey(orgA.id)).token,
+    aReadOnly: (await trackd.createKey(orgA.id, ['assets:read', 'locations:read'])).token,
+    b: (await trackd.createKey(orgB.id)).token,
   };
   const doc = inlineRefs((await trackd.request('GET', '/api/openapi.json')).json);
   const ops = operationsOf(doc);

@@ -12,8 +12,8 @@ type Test = Pick<typeof t, 'equal' | 'same'>;
 
 t.test('hostile bodies and clients', async (t) => {
   const trackd = await startTrackd(t);
-  const org = trackd.createOrg('Hostile Input');
-  const { token } = trackd.createKey(org.id);
+  const org = await trackd.createOrg('Hostile Input');
+  const { token } = await trackd.createKey(org.id);
   const snapshot = shardSnapshotter(t, trackd);
   const post = (extra: Record<string, string | number | undefined>) =>
     requestHead('POST', '/api/v1/locations', { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', ...extra });

@@ -22,10 +22,10 @@ const MISSING_ID = 2_147_000_001;
 
 t.test('isolation and forged keys across every operation', async (t) => {
   const trackd = await startTrackd(t);
-  const orgA = trackd.createOrg('Tenant A');
-  const orgB = trackd.createOrg('Tenant B');
-  const keyA = trackd.createKey(orgA.id);
-  const keyB = trackd.createKey(orgB.id);
+  const orgA = await trackd.createOrg('Tenant A');
+  const orgB = await trackd.createOrg('Tenant B');
+  const keyA = await trackd.createKey(orgA.id);
+  const keyB = await trackd.createKey(orgB.id);
   const doc = inlineRefs((await trackd.request('GET', '/api/openapi.json')).json);
   const ops = operationsOf(doc);
   const reqA = (method: string, p: string, body?: unknown) => trackd.request(method, p, { token: keyA.token, body });
@@ -212,8 +212,8 @@ t.test('isolation and forged keys across every operation', async (t) => {
     const strangerJwk = { ...stranger.privateKey.export({ format: 'jwk' }) };
     const other = tempDir();
     t.teardown(() => fs.rmSync(other, { recursive: true, force: true }));
-    const otherOrg = trackd.cli(['orgs', 'create', '--name', 'Elsewhere'], { DATA_DIR: other });
-    const foreign = trackd.cli(
+    const otherOrg = await trackd.cli(['orgs', 'create', '--name', 'Elsewhere'], { DATA_DIR: other });
+    const foreign = await trackd.cli(
       [
         'keys',
         'create',
@@ -226,9 +226,9 @@ t.test('isolation and forged keys across every operation', async (t) => {
       ],
       { DATA_DIR: other },
     );
-    const revoked = trackd.createKey(orgA.id);
-    trackd.cli(['keys', 'revoke', revoked.api_key_id]);
-    const expired = trackd.createKey(orgA.id, undefined, ['--expires-in', '1s']);
+    const revoked = await trackd.createKey(orgA.id);
+    await trackd.cli(['keys', 'revoke', revoked.api_key_id]);
+    const expired = await trackd.createKey(orgA.id, undefined, ['--expires-in', '1s']);
     const now = Math.floor(Date.now() / 1000);
     const forged: Record<string, { token: string; detail: string | RegExp }> = {
       'alg none': { token: `${b64url({ alg: 'none', typ: 'JWT', kid: header.kid })}.${p}.`, detail: 'Invalid or expired token' },
@@ -263,11 +263,11 @@ t.test('isolation and forged keys across every operation', async (t) => {
       revoked: { token: revoked.token, detail: 'API key has been revoked' },
       expired: { token: expired.token, detail: 'API key has expired' },
       'other environment': {
-        token: trackd.createKey(orgA.id, undefined, ['--env', 'production']).token,
+        token: (await trackd.createKey(orgA.id, undefined, ['--env', 'production'])).token,
         detail: 'Invalid or expired token',
       },
       'session token': {
-        token: trackd.cli(['sessions', 'create', '--org', String(orgA.id), '--user', 'mallory']).token,
+        token: (await trackd.cli(['sessions', 'create', '--org', String(orgA.id), '--user', 'mallory'])).token,
         detail: 'Invalid or expired token',
       },
     };

@@ -12,9 +12,9 @@ const LIMIT = 300;
 
 t.test('rate limits hold per key under concurrent clients; no key starves another', async (t) => {
   const trackd = await startTrackd(t, { env: { RATE_LIMIT_PER_MIN: String(LIMIT) } });
-  const org = trackd.createOrg('Limits');
-  const greedy = trackd.createKey(org.id).token;
-  const modest = [trackd.createKey(org.id).token, trackd.createKey(org.id).token, trackd.createKey(org.id).token];
+  const org = await trackd.createOrg('Limits');
+  const greedy = (await trackd.createKey(org.id)).token;
+  const modest = [(await trackd.createKey(org.id)).token, (await trackd.createKey(org.id)).token, (await trackd.createKey(org.id)).token];
   await new Promise((r) => setTimeout(r, 100)); // let pooled sockets closed during the CLI calls be seen
 
   const greedyStatus: Record<number, number> = {};

@@ -11,8 +11,8 @@ import { startTrackd } from './helpers/trackd.js';
 for (const cacheMb of ['64', '1']) {
   t.test(`reads by id stay current after every write (RESPONSE_CACHE_MB=${cacheMb})`, async (t) => {
     const trackd = await startTrackd(t, { env: { SHARDS: '1', RESPONSE_CACHE_MB: cacheMb } });
-    const api = assetsClient(trackd, 'Cache Org');
-    const other = assetsClient(trackd, 'Other Cache Org');
+    const api = await assetsClient(trackd, 'Cache Org');
+    const other = await assetsClient(trackd, 'Other Cache Org');
 
     /** GET by id twice (the second may be a cache hit), and the same row through the list. */
     const check = async (collection: 'assets' | 'locations', id: number, label: string) => {
@@ -90,8 +90,8 @@ for (const cacheMb of ['64', '1']) {
 
 t.test('list total_count stays exact across writes and validity boundaries', async (t) => {
   const trackd = await startTrackd(t, { env: { SHARDS: '1' } });
-  const api = assetsClient(trackd, 'Count Org');
-  const other = assetsClient(trackd, 'Other Count Org');
+  const api = await assetsClient(trackd, 'Count Org');
+  const other = await assetsClient(trackd, 'Other Count Org');
   const word = key('needle').toLowerCase();
   const total = async (client: typeof api, query: string, collection = 'assets') => {
     const first = await client.req('GET', `/api/v1/${collection}?${query}&limit=1`);
@@ -157,7 +157,7 @@ t.test('list total_count stays exact across writes and validity boundaries', asy
 
 t.test('q pages agree whichever way tag matches are tested (short walk or full set)', async (t) => {
   const trackd = await startTrackd(t, { env: { SHARDS: '1' } });
-  const api = assetsClient(trackd, 'Walk Org');
+  const api = await assetsClient(trackd, 'Walk Org');
   const word = key('walk').toLowerCase();
   const expected: number[] = [];
   for (let i = 0; i < 30; i++) {
@@ -192,7 +192,7 @@ t.test('q pages agree whichever way tag matches are tested (short walk or full s
 
 t.test('descendants stay exact across location writes and validity boundaries', async (t) => {
   const trackd = await startTrackd(t, { env: { SHARDS: '1' } });
-  const api = assetsClient(trackd, 'Tree Org');
+  const api = await assetsClient(trackd, 'Tree Org');
   const create = async (body: Record<string, unknown>) => {
     const res = await api.req('POST', '/api/v1/locations', { external_key: key('LOC'), name: 'Loc', ...body });
     t.equal(res.status, 201);

@@ -12,10 +12,10 @@ t.test(
   'a generated stream of valid and hostile scans: valid ones applied exactly once, the rest dead-lettered with a reason',
   async (t) => {
     const trackd = await startTrackd(t, { env: { HISTORY_GAP_SECONDS: '0' } });
-    const orgA = trackd.createOrg('Scans A');
-    const orgB = trackd.createOrg('Scans B');
-    const tokenA = trackd.createKey(orgA.id).token;
-    const tokenB = trackd.createKey(orgB.id).token;
+    const orgA = await trackd.createOrg('Scans A');
+    const orgB = await trackd.createOrg('Scans B');
+    const tokenA = (await trackd.createKey(orgA.id)).token;
+    const tokenB = (await trackd.createKey(orgB.id)).token;
     const seededA = await seed(trackd, tokenA, {
       locations: [{ external_key: 'DOCK-A1' }, { external_key: 'DOCK-A2', tags: ['barcode:LOC-A2'] }, { external_key: 'YARD-A3' }],
       assets: [1, 2, 3, 4, 5].map((n) => ({ external_key: `PALLET-A${n}`, tags: [`rfid:EPC-A${n}`] })),

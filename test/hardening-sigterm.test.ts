@@ -18,8 +18,8 @@ const ASSETS = { 'EPC-1': 'PALLET-1', 'EPC-2': 'PALLET-2' };
 t.test('SIGTERM under HTTP load and ingest', async (t) => {
   const nats = await startNats(t);
   const trackd = await startTrackd(t, { natsUrl: nats.url, env: { HISTORY_GAP_SECONDS: '0' } });
-  const org = trackd.createOrg('Shutdown');
-  const token = trackd.createKey(org.id).token;
+  const org = await trackd.createOrg('Shutdown');
+  const token = (await trackd.createKey(org.id)).token;
   const ids = await seed(trackd, token, {
     locations: [{ external_key: 'DOCK-1' }],
     assets: Object.entries(ASSETS).map(([tag, key]) => ({ external_key: key, tags: [`rfid:${tag}`] })),

@@ -61,8 +61,8 @@ t.test('data directory full: clear 503s, readiness 503, no loss, no corruption, 
 
   const dataDir = path.join(mnt, 'data');
   const trackd = await startTrackd(t, { dataDir, env: { HISTORY_GAP_SECONDS: '0', SHARDS: '1' } });
-  const org = trackd.createOrg('Storage');
-  const token = trackd.createKey(org.id).token;
+  const org = await trackd.createOrg('Storage');
+  const token = (await trackd.createKey(org.id)).token;
   const ids = await seed(trackd, token, {
     locations: [{ external_key: 'DOCK-1' }],
     assets: [{ external_key: 'PALLET-1', tags: ['rfid:E1'] }],

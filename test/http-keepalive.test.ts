@@ -40,8 +40,8 @@ function onOneSocket(port: number, requests: string[], pauseMs = 0): Promise<{ s
 
 t.test('keep-alive connections', async (t) => {
   const trackd = await startTrackd(t);
-  const org = trackd.createOrg('KeepAlive');
-  const { token } = trackd.createKey(org.id);
+  const org = await trackd.createOrg('KeepAlive');
+  const { token } = await trackd.createKey(org.id);
   const get = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
   const post = (path: string, headers: string, body: string) =>
     `POST ${path} HTTP/1.1\r\nHost: x\r\n${headers}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;

@@ -18,8 +18,8 @@ t.test('HTTP_THREADS threads share the port, the rate limits and the metrics', a
     { http_threads: THREADS },
     'the listening line names the thread count',
   );
-  const org = trackd.createOrg('Threads');
-  const { token } = trackd.createKey(org.id);
+  const org = await trackd.createOrg('Threads');
+  const { token } = await trackd.createKey(org.id);
 
   // Each request on its own connection: the kernel spreads them over the threads' sockets.
   const sent = budget * 2;

@@ -22,9 +22,9 @@ t.test('locations: create, get, patch, rename, delete', async (t) => {
   const api = await startLocations(t);
   // Keys are minted up front: the CLI blocks this process for seconds, long enough for the server to
   // close an idle keep-alive connection that fetch would then reuse.
-  const readOnly = api.trackd.createKey(api.orgId, ['locations:read']).token;
-  const writeOnly = api.trackd.createKey(api.orgId, ['locations:write']).token;
-  const assetsOnly = api.trackd.createKey(api.orgId, ['assets:read', 'assets:write']).token;
+  const readOnly = (await api.trackd.createKey(api.orgId, ['locations:read'])).token;
+  const writeOnly = (await api.trackd.createKey(api.orgId, ['locations:write'])).token;
+  const assetsOnly = (await api.trackd.createKey(api.orgId, ['assets:read', 'assets:write'])).token;
 
   t.test('POST creates: 201, Location header, every view field present', async (t) => {
     const k = key('NEW');

@@ -5,8 +5,8 @@ const keys = (res: { json: any }) => res.json.data.map((l: { external_key: strin
 
 t.test('organizations share no location data; concurrent writes stay consistent', async (t) => {
   const a = await startLocations(t, 'Org A');
-  const b = a.otherOrg('Org B');
-  const minting = a.otherOrg('Org Mint');
+  const b = await a.otherOrg('Org B');
+  const minting = await a.otherOrg('Org Mint');
 
   const aRoot = await a.create({ external_key: 'SITE', name: 'Site A' });
   const aChild = await a.create({

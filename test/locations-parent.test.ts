@@ -3,7 +3,7 @@ import { fieldCodes, key, startLocations } from './helpers/locations.js';
 
 t.test('parent rules 1 to 4', async (t) => {
   const api = await startLocations(t);
-  const other = api.otherOrg();
+  const other = await api.otherOrg();
   const p1 = await api.create({ external_key: key('P1'), name: 'Parent one' });
   const p2 = await api.create({ external_key: key('P2'), name: 'Parent two' });
   const dead = await api.create({ external_key: key('DEAD'), name: 'Deleted parent' });

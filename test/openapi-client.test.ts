@@ -28,8 +28,8 @@ t.test('redocly lint (recommended rules) of the served document: 0 errors, one e
 
 t.test('every operation through the typed client', async (t) => {
   const trackd = await startTrackd(t);
-  const org = trackd.createOrg('Client');
-  const api = trackdClient(trackd.baseUrl, trackd.createKey(org.id).token);
+  const org = await trackd.createOrg('Client');
+  const api = trackdClient(trackd.baseUrl, (await trackd.createKey(org.id)).token);
   const called = new Set<string>();
   const ok = <T extends { data?: unknown; error?: unknown; response: Response }>(
     what: string,

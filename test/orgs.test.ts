@@ -3,8 +3,8 @@ import { startTrackd } from './helpers/trackd.js';
 
 t.test('GET /api/v1/orgs/me answers for any valid API key, from the native uWS server', async (t) => {
   const trackd = await startTrackd(t);
-  const org = trackd.createOrg('Acme Logistics');
-  const key = trackd.createKey(org.id, ['assets:read']);
+  const org = await trackd.createOrg('Acme Logistics');
+  const key = await trackd.createKey(org.id, ['assets:read']);
   const res = await trackd.request('GET', '/api/v1/orgs/me', { token: key.token });
   t.equal(res.status, 200);
   t.equal(res.headers.get('uwebsockets'), '20', 'served by the native uWebSockets binary, not the ws fallback');

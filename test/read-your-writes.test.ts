@@ -69,8 +69,8 @@ async function client(trackd: Trackd, token: string, c: number, tally: Tally): P
 
 t.test('every answered write is seen by the next read on any thread', async (t) => {
   const trackd = await startTrackd(t, { env: { HTTP_THREADS: '4', RATE_LIMIT_PER_MIN: '10000000' } });
-  const org = trackd.createOrg('RYW');
-  const { token } = trackd.createKey(org.id);
+  const org = await trackd.createOrg('RYW');
+  const { token } = await trackd.createKey(org.id);
   const tally: Tally = { operations: 0, stale: [] };
   await Promise.all(Array.from({ length: CLIENTS }, (_, c) => client(trackd, token, c, tally)));
   t.equal(tally.operations, CLIENTS * ROUNDS * 9, 'every check ran');

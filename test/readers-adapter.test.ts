@@ -134,8 +134,8 @@ t.test(
   'over MQTT: unknown capture points, malformed payloads, unknown formats and orgs are dead-lettered with reasons; the rest of a message applies',
   async (t) => {
     const trackd = await startTrackd(t, { natsUrl: 'embedded' });
-    const org = trackd.createOrg('Dead Letters');
-    const token = trackd.createKey(org.id).token;
+    const org = await trackd.createOrg('Dead Letters');
+    const token = (await trackd.createKey(org.id)).token;
     const ids = await seed(trackd, token, {
       locations: [{ external_key: 'cs463-212-1' }],
       assets: [{ external_key: 'KNOWN', tags: ['rfid:E-KNOWN'] }],

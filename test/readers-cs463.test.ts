@@ -11,14 +11,14 @@ t.test(
   'the CS463 capture replayed over MQTT into the embedded nats-server gives the locations and visits the file implies; a second replay changes nothing',
   async (t) => {
     const trackd = await startTrackd(t, { natsUrl: 'embedded' });
-    const org = trackd.createOrg('Reader Org');
-    const world = new CorpusWorld(trackd, trackd.createKey(org.id, ['tracking:read']).token);
+    const org = await trackd.createOrg('Reader Org');
+    const world = new CorpusWorld(trackd, (await trackd.createKey(org.id, ['tracking:read'])).token);
     t.equal(world.corpus.messages, 2521);
     t.equal(world.epcs.length, 71);
-    await world.seed(trackd.createKey(org.id).token);
+    await world.seed((await trackd.createKey(org.id)).token);
 
     const started = performance.now();
-    const summary = trackd.cli(['readers', 'replay', CS463_CORPUS, '--org', String(org.id)]);
+    const summary = await trackd.cli(['readers', 'replay', CS463_CORPUS, '--org', String(org.id)]);
     t.match(summary, { messages: 2521, reads: world.corpus.reads.length, seconds: Number, rate: Number });
     await eventually(async () => (await metricSum(trackd, 'trackd_scans_applied_total', READERS)) === 2521, 30_000, 20);
     const allApplied = Date.now();
@@ -45,7 +45,7 @@ t.test(
     t.same(mismatches.report, [], 'per EPC: location and asset_last_seen are those of its latest read');
     t.same(mismatches.history, [], `per EPC: the history holds the visits the file implies (${world.visitCount()} in all)`);
 
-    const again = trackd.cli(['readers', 'replay', CS463_CORPUS, '--org', String(org.id)]);
+    const again = await trackd.cli(['readers', 'replay', CS463_CORPUS, '--org', String(org.id)]);
     t.equal(again.messages, 2521);
     await eventually(async () => (await metricSum(trackd, 'trackd_scans_duplicate_total', READERS)) === 2521, 30_000, 20);
     t.equal(await metricSum(trackd, 'trackd_scans_applied_total', READERS), 2521, 'the second replay applied nothing');

@@ -8,9 +8,9 @@ import { BIN, eventually, startNats, startTrackd } from './helpers/trackd.js';
 t.test('trackd killed (SIGKILL) in the middle of a replay and restarted: the result is exactly what the file implies', async (t) => {
   const nats = await startNats(t, { mqtt: true });
   const trackd = await startTrackd(t, { natsUrl: nats.url });
-  const org = trackd.createOrg('Restart Org');
-  const world = new CorpusWorld(trackd, trackd.createKey(org.id, ['tracking:read']).token);
-  await world.seed(trackd.createKey(org.id).token);
+  const org = await trackd.createOrg('Restart Org');
+  const world = new CorpusWorld(trackd, (await trackd.createKey(org.id, ['tracking:read'])).token);
+  await world.seed((await trackd.createKey(org.id)).token);
 
   const replay = spawn(process.execPath, [BIN, 'readers', 'replay', CS463_CORPUS, '--org', String(org.id), '--rate', '1500'], {
     env: { ...process.env, ...trackd.env, MQTT_URL: `mqtt://127.0.0.1:${nats.mqttPort}` },

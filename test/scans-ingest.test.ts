@@ -19,9 +19,9 @@ const SPEC: SeedSpec = {
 
 // One trackd and org for the file (tests use their own assets); metrics are compared as deltas.
 const trackd = await startTrackd(t);
-const org = trackd.createOrg('Scans Org');
-const token = trackd.createKey(org.id, ['tracking:read']).token;
-const admin = trackd.createKey(org.id).token;
+const org = await trackd.createOrg('Scans Org');
+const token = (await trackd.createKey(org.id, ['tracking:read'])).token;
+const admin = (await trackd.createKey(org.id)).token;
 const ids: Seeded = await seed(trackd, admin, SPEC);
 const nc = await natsClient(t, trackd.natsUrl);
 const subject = `scans.${org.id}.fixed`;
@@ -53,7 +53,7 @@ t.test('a scan published with the CLI becomes the current location; unknown tags
     unknown: await metric(trackd, 'trackd_scan_reads_skipped_total', 'reason="unknown_tag"'),
     onLocation: await metric(trackd, 'trackd_scan_reads_skipped_total', 'reason="location_tag"'),
   };
-  const published = trackd.cli([
+  const published = await trackd.cli([
     'scans',
     'publish',
     '--org',
@@ -240,8 +240,8 @@ t.test('tag resolution follows master data: a tag attached after an unknown read
 
 t.test('HISTORY_GAP_SECONDS=0 records every scan as its own event', async (t) => {
   const raw = await startTrackd(t, { env: { HISTORY_GAP_SECONDS: '0', SHARDS: '1' } });
-  const rawOrg = raw.createOrg('Raw');
-  const rawToken = raw.createKey(rawOrg.id).token;
+  const rawOrg = await raw.createOrg('Raw');
+  const rawToken = (await raw.createKey(rawOrg.id)).token;
   const rawIds = await seed(raw, rawToken, {
     locations: [{ external_key: 'DOCK-1' }],
     assets: [{ external_key: 'RAW-1', tags: ['rfid:R1'] }],

@@ -7,10 +7,10 @@ import { inlineRefs } from './helpers/openapi.js';
 
 // One trackd and org for the file; the reads are checked against a small, fixed scan history.
 const trackd = await startTrackd(t);
-const org = trackd.createOrg('Reads Org');
-const admin = trackd.createKey(org.id).token;
-const reader = trackd.createKey(org.id, ['tracking:read']).token;
-const noTracking = trackd.createKey(org.id, ['assets:read', 'locations:read']).token;
+const org = await trackd.createOrg('Reads Org');
+const admin = (await trackd.createKey(org.id)).token;
+const reader = (await trackd.createKey(org.id, ['tracking:read'])).token;
+const noTracking = (await trackd.createKey(org.id, ['assets:read', 'locations:read'])).token;
 const ids = await seed(trackd, admin, {
   locations: [{ external_key: 'L-A' }, { external_key: 'L-B', tags: ['ble:LB-BEACON'] }, { external_key: 'L-C' }],
   assets: [
@@ -183,8 +183,8 @@ t.test('history: visits with the joined location and its tags; from/to; sort; pa
 t.test('history errors: unknown or foreign asset 404, bad ids, bad bounds', async (t) => {
   const missing = await get('/api/v1/assets/2000000000/history');
   expectError(t, missing, { status: 404, type: 'not_found', instance: '/api/v1/assets/2000000000/history' });
-  const other = trackd.createOrg('Other Org');
-  const otherKey = trackd.createKey(other.id, ['tracking:read']).token;
+  const other = await trackd.createOrg('Other Org');
+  const otherKey = (await trackd.createKey(other.id, ['tracking:read'])).token;
   t.equal((await get(`/api/v1/assets/${ids.assets['R-1']}/history`, otherKey)).status, 404, 'another org cannot see it');
   t.equal((await get(`/api/v1/reports/asset-locations`, otherKey)).json.total_count, 0);
   const zero = await get('/api/v1/assets/0/history');

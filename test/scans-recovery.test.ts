@@ -28,8 +28,8 @@ async function historyCount(trackd: Trackd, token: string, assetId: number): Pro
 
 async function setup(t: Teardown, natsUrl?: string) {
   const trackd = await startTrackd(t, { env: { HISTORY_GAP_SECONDS: '0', SHARDS: '1' }, natsUrl });
-  const org = trackd.createOrg('Recovery');
-  const token = trackd.createKey(org.id).token;
+  const org = await trackd.createOrg('Recovery');
+  const token = (await trackd.createKey(org.id)).token;
   const ids = await seed(trackd, token, {
     locations: [{ external_key: 'DOCK-1' }],
     assets: [

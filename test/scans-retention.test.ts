@@ -20,8 +20,8 @@ function storedEventIds(dataDir: string): number {
 
 t.test('a parked tag read again and again keeps the event-id table bounded by EVENT_ID_RETENTION_SECONDS', async (t) => {
   const trackd = await startTrackd(t, { env: { EVENT_ID_RETENTION_SECONDS: '1' } });
-  const org = trackd.createOrg('Retention Org');
-  const admin = trackd.createKey(org.id).token;
+  const org = await trackd.createOrg('Retention Org');
+  const admin = (await trackd.createKey(org.id)).token;
   const ids = await seed(trackd, admin, {
     locations: [{ external_key: 'SHELF-1' }],
     assets: [{ external_key: 'PARKED', tags: ['rfid:P1'] }],

@@ -1,21 +1,6 @@
-import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
-import { CliError, type Command } from './common.js';
-import { readersReplay } from '../readers/replayCommand.js';
-import { scansPublish } from '../scans/publishCommand.js';
-import { keysCreate, keysList, keysRevoke, orgsCreate, orgsList, sessionsCreate } from './orgsAndKeys.js';
-
-/** `trackd <group> <verb>` commands (operations.md section 2); each prints one JSON document. */
-const COMMANDS: Record<string, Command> = {
-  'orgs create': orgsCreate,
-  'orgs list': orgsList,
-  'keys create': keysCreate,
-  'keys list': keysList,
-  'keys revoke': keysRevoke,
-  'sessions create': sessionsCreate,
-  'scans publish': scansPublish,
-  'readers replay': readersReplay,
-};
+import { COMMANDS, runCommand } from './commands.js';
+import { CliError } from './common.js';
 
 const USAGE = `usage: trackd <command>
   serve
@@ -52,16 +37,10 @@ async function runServe(): Promise<void> {
 
 async function main(argv: string[]): Promise<void> {
   if (argv[0] === 'serve') return runServe();
-  const name = `${argv[0] ?? ''} ${argv[1] ?? ''}`;
-  const command = COMMANDS[name];
-  if (command === undefined) fail(argv.length === 0 ? USAGE : `unknown command "${argv.slice(0, 2).join(' ')}"\n${USAGE}`);
-  let parsed: ReturnType<typeof parseArgs>;
-  try {
-    parsed = parseArgs({ args: argv.slice(2), options: command.options, allowPositionals: true, strict: true });
-  } catch (err) {
-    fail((err as Error).message);
+  if (COMMANDS[`${argv[0] ?? ''} ${argv[1] ?? ''}`] === undefined) {
+    fail(argv.length === 0 ? USAGE : `unknown command "${argv.slice(0, 2).join(' ')}"\n${USAGE}`);
   }
-  const result = await command.run({ config: loadConfig(), flags: parsed.values, positionals: parsed.positionals });
+  const result = await runCommand(argv, () => loadConfig());
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 

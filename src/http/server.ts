@@ -29,6 +29,7 @@ import {
   type CompiledRoute,
 } from './steps.js';
 import { systemClock, type Clock } from '../clock.js';
+import { inject, type InjectedRequest, type InjectedResponse } from './inject.js';
 
 /** The idle time announced to keep-alive clients, well inside uWS's own idle timeout (about 10 s). */
 const KEEP_ALIVE_HINT = 'timeout=5';
@@ -165,6 +166,11 @@ export class HttpServer {
     (this.app as unknown as { close?: () => void }).close?.();
   }
 
+  /** Answers a request without a socket, through the very handler the wire uses (tests, tools). */
+  inject(request: InjectedRequest): Promise<InjectedResponse> {
+    return inject((res, req) => this.onRequest(res, req), request);
+  }
+
   /** The uWS side of a request: copy what is needed out of `req` (valid only in this call), then the steps. */
   private onRequest(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
     const started = performance.now();
@@ -299,7 +305,9 @@ export class HttpServer {
       );
       p.abortBody = () => stop(undefined);
       p.res.onData((chunk, isLast) => {
-        if (p.done || p.abortBody === undefined) return;
+        if (p.abortBody === undefined) return;
+        // Answered before its body came (401, 403, a bad query): stop the read timer and drop the bytes.
+        if (p.done) return stop(undefined);
         size += chunk.byteLength;
         if (size > MAX_BODY_BYTES) return stop(tooLarge());
         // uWS neuters the chunk when this callback returns: copy it.

@@ -24,6 +24,8 @@ export class HttpThreads {
   private readonly threads: Thread[] = [];
   private nextRequest = 1;
   private readonly snapshots = new Map<number, (snapshot: MetricsSnapshot) => void>();
+  /** The process's one rate-limit table: every thread (and the in-process injector) takes from the same budgets. */
+  readonly rateLimit = rateLimitBuffers();
 
   constructor(
     private readonly config: Config,
@@ -32,13 +34,13 @@ export class HttpThreads {
     private readonly actors: ShardActors,
     private readonly mainMetrics: Metrics,
     private readonly onCrash: (err: Error) => void,
+    private readonly logFile?: string,
   ) {}
 
   /** Starts the threads (each loads its modules, opens its connections and builds its routes) without listening yet. */
   async start(count: number): Promise<void> {
-    const rateLimit = rateLimitBuffers();
     for (let i = 0; i < count; i++) {
-      const workerData: HttpWorkerData = { config: this.config, thread: i, readiness: this.readiness.buffer, rateLimit };
+      const workerData: HttpWorkerData = { config: this.config, thread: i, readiness: this.readiness.buffer, rateLimit: this.rateLimit, logFile: this.logFile };
       const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData, name: `http-${i}` });
       const thread: Thread = { worker, next: new Map() };
       worker.on('message', (message: FromHttpWorker) => this.onMessage(thread, message));

@@ -12,20 +12,21 @@ import { createLogger } from '../log.js';
 import { Metrics, type MetricsSnapshot } from '../ops/metrics.js';
 import { collectProcessMetrics } from '../ops/processMetrics.js';
 import { Readiness } from '../ops/readiness.js';
-import { allRoutes } from '../routes.js';
 import type { Services } from '../services.js';
 import { ShardGenerations } from '../shards/generations.js';
 import { PortMailbox } from '../shards/mailbox.js';
 import { ShardRegistry } from '../shards/registry.js';
 import { StorageHealth } from '../storage/health.js';
 import type { rateLimitBuffers } from './rateLimit.js';
-import { HttpServer } from './server.js';
+import { createHttpServer } from './app.js';
 
 export interface HttpWorkerData {
   config: Config;
   thread: number;
   readiness: SharedArrayBuffer;
   rateLimit: ReturnType<typeof rateLimitBuffers>;
+  /** Where the thread logs (default: stdout). */
+  logFile?: string;
 }
 
 export type ToHttpWorker =
@@ -49,7 +50,7 @@ const parent = parentPort!;
 const post = (message: FromHttpWorker) => parent.postMessage(message);
 const { config } = data;
 
-const logger = createLogger(config.LOG_LEVEL).child({ thread: `http-${data.thread}` });
+const logger = createLogger(config.LOG_LEVEL, data.logFile).child({ thread: `http-${data.thread}` });
 const metrics = new Metrics();
 collectProcessMetrics(metrics, { wholeProcess: false });
 
@@ -95,19 +96,7 @@ try {
     },
   };
   services.storageHealth = new StorageHealth(config.DATA_DIR, readiness, logger);
-  const http = new HttpServer({
-    host: config.HOST,
-    port: config.PORT,
-    logger,
-    metrics,
-    authenticator,
-    rateLimitPerMinute: config.RATE_LIMIT_PER_MIN,
-    rateLimitBuffers: data.rateLimit,
-    shards,
-    storageHealth: services.storageHealth,
-    responseCacheBytes: config.RESPONSE_CACHE_MB * 1024 * 1024,
-  });
-  http.addRoutes(allRoutes(services));
+  const http = createHttpServer(services, authenticator, data.rateLimit);
 
   command = (message) => {
     switch (message.type) {

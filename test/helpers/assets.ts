@@ -18,9 +18,9 @@ export interface AssetsClient {
   otherOrg(name?: string): Promise<AssetsClient>;
 }
 
-export function assetsClient(trackd: Trackd, orgName: string): AssetsClient {
-  const org = trackd.createOrg(orgName);
-  const { token } = trackd.createKey(org.id);
+export async function assetsClient(trackd: Trackd, orgName: string): Promise<AssetsClient> {
+  const org = await trackd.createOrg(orgName);
+  const { token } = await trackd.createKey(org.id);
   const self: AssetsClient = {
     trackd,
     orgId: org.id,
@@ -36,7 +36,7 @@ export function assetsClient(trackd: Trackd, orgName: string): AssetsClient {
       if (res.status !== 201) throw new Error(`attach ${JSON.stringify(tag)} gave ${res.status}: ${res.text}`);
       return res.json.data;
     },
-    key: async (scopes) => trackd.createKey(org.id, scopes).token,
+    key: async (scopes) => (await trackd.createKey(org.id, scopes)).token,
     otherOrg: async (name = 'Other Org') => assetsClient(trackd, name),
   };
   return self;

@@ -82,8 +82,8 @@ export const ASSETS = { 'EPC-1': 'PALLET-1', 'EPC-2': 'PALLET-2', 'EPC-3': 'PALL
 /** A trackd (every scan a history row) with one org, one location and the four tagged ASSETS. */
 export async function setupFaultOrg(t: Teardown, natsUrl: string) {
   const trackd = await startTrackd(t, { natsUrl, env: { HISTORY_GAP_SECONDS: '0', SHARDS: '2' } });
-  const org = trackd.createOrg('Faults');
-  const token = trackd.createKey(org.id).token;
+  const org = await trackd.createOrg('Faults');
+  const token = (await trackd.createKey(org.id)).token;
   const ids = await seed(trackd, token, {
     locations: [{ external_key: 'DOCK-1' }],
     assets: Object.entries(ASSETS).map(([tag, key]) => ({ external_key: key, tags: [`rfid:${tag}`] })),

@@ -9,12 +9,12 @@ export interface LocationsClient {
   /** POST /api/v1/locations expecting 201; returns the view. */
   create(body: Record<string, unknown>): Promise<any>;
   /** A client for another organization on the same server. */
-  otherOrg(name?: string): LocationsClient;
+  otherOrg(name?: string): Promise<LocationsClient>;
 }
 
-function client(trackd: Trackd, orgName: string): LocationsClient {
-  const org = trackd.createOrg(orgName);
-  const { token } = trackd.createKey(org.id);
+async function client(trackd: Trackd, orgName: string): Promise<LocationsClient> {
+  const org = await trackd.createOrg(orgName);
+  const { token } = await trackd.createKey(org.id);
   const self: LocationsClient = {
     trackd,
     orgId: org.id,

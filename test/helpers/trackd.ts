@@ -4,7 +4,10 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runCommand } from '../../src/cli/commands.js';
+import { loadConfig } from '../../src/config.js';
 import { startNatsServer, type NatsServerProcess } from '../../src/nats/embedded.js';
+import { serve, type RunningService } from '../../src/serve.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const BIN = path.join(ROOT, 'bin', 'trackd.js');
@@ -20,13 +23,21 @@ export function tempDir(prefix = 'trackd-test-'): string {
 
 /** A real nats-server with JetStream on a free port and a temp store, stopped at teardown. */
 export async function startNats(t: Teardown, options: { mqtt?: boolean } = {}): Promise<NatsServerProcess> {
+  const { server, stop } = await ownNats(options);
+  t.teardown(stop);
+  return server;
+}
+
+async function ownNats(options: { mqtt?: boolean } = {}): Promise<{ server: NatsServerProcess; stop: () => Promise<void> }> {
   const dir = tempDir('trackd-nats-');
   const server = await startNatsServer({ storeDir: dir, mqttPort: options.mqtt ? 0 : undefined, serverName: `test-${path.basename(dir)}` });
-  t.teardown(async () => {
-    await server.stop();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-  return server;
+  return {
+    server,
+    async stop() {
+      await server.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 export interface HttpResult {
@@ -51,19 +62,26 @@ export interface Trackd {
   dataDir: string;
   natsUrl: string;
   env: Record<string, string>;
+  /** The child process (spawnTrackd only). */
   process: ChildProcess;
   /** Every log line the server printed so far, parsed. */
   logs(): any[];
+  /**
+   * A request through trackd's whole pipeline: injected without a socket when trackd runs in this
+   * process (startTrackd), over HTTP when it is a child (spawnTrackd).
+   */
   request(method: string, urlPath: string, options?: RequestOptions): Promise<HttpResult>;
+  /** A request over a real HTTP connection to trackd's port (the wire contract). */
+  http(method: string, urlPath: string, options?: RequestOptions): Promise<HttpResult>;
   /** Runs the CLI against this server's DATA_DIR; returns parsed stdout or throws with stderr. */
-  cli(args: string[], extraEnv?: Record<string, string>): any;
+  cli(args: string[], extraEnv?: Record<string, string>): Promise<any>;
   cliRaw(args: string[], extraEnv?: Record<string, string>): { status: number | null; stdout: string; stderr: string };
-  createOrg(name?: string): { id: number; name: string };
+  createOrg(name?: string): Promise<{ id: number; name: string }>;
   createKey(
     orgId: number,
     scopes?: string[],
     extra?: string[],
-  ): { api_key_id: string; token: string; expires_at: string | null; scopes: string[] };
+  ): Promise<{ api_key_id: string; token: string; expires_at: string | null; scopes: string[] }>;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
   restart(): Promise<void>;
 }
@@ -106,29 +124,160 @@ async function launch(env: Record<string, string>): Promise<{ child: ChildProces
   return { child, port, lines };
 }
 
-/** Starts `trackd serve` as a child process on a free port with its own DATA_DIR and nats-server. */
-export async function startTrackd(t: Teardown, options: StartOptions = {}): Promise<Trackd> {
+function parseJsonLines(text: string): any[] {
+  return text.split('\n').flatMap((l) => {
+    try {
+      return l === '' ? [] : [JSON.parse(l)];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** Headers and body of a request as the helpers send it: JSON unless a string or Buffer, merge-patch for PATCH. */
+function outgoing(method: string, opts: RequestOptions): { headers: Record<string, string>; body: string | Buffer | undefined } {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
+  let body: string | Buffer | undefined;
+  if (opts.body !== undefined) {
+    body = typeof opts.body === 'string' || Buffer.isBuffer(opts.body) ? opts.body : JSON.stringify(opts.body);
+    const ct = opts.contentType === undefined ? (method === 'PATCH' ? 'application/merge-patch+json' : 'application/json') : opts.contentType;
+    if (ct !== null) headers['content-type'] = ct;
+  }
+  return { headers, body };
+}
+
+function result(status: number, headers: Headers, text: string): HttpResult {
+  let json: any;
+  try {
+    json = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status, headers, text, json };
+}
+
+async function overHttp(port: number, method: string, urlPath: string, opts: RequestOptions = {}): Promise<HttpResult> {
+  const { headers, body } = outgoing(method, opts);
+  const res = await httpRequest(port, method, urlPath, headers, body);
+  return result(res.status, res.headers, res.text);
+}
+
+/**
+ * The environment a test's trackd runs with: a free port, its own DATA_DIR and nats-server, two
+ * shards. `release` removes what was made for it, after trackd stopped (tap runs teardowns in the
+ * order they were registered: a broker stopped under a running trackd would stall its shutdown).
+ */
+async function testEnv(options: StartOptions): Promise<{ env: Record<string, string>; dataDir: string; natsUrl: string | 'embedded'; release: () => Promise<void> }> {
   const dataDir = options.dataDir ?? tempDir();
-  let natsUrl = options.natsUrl;
-  if (natsUrl === undefined) natsUrl = (await startNats(t)).url;
-  const env: Record<string, string> = { PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info', SHARDS: '2', ...options.env };
+  const nats = options.natsUrl === undefined ? await ownNats() : undefined;
+  const natsUrl = options.natsUrl ?? nats!.server.url;
+  const env: Record<string, string> = { PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info', SHARDS: '2', HTTP_THREADS: '2', ...options.env };
   if (natsUrl !== 'embedded') env.NATS_URL = natsUrl;
+  const release = async () => {
+    await nats?.stop();
+    if (options.dataDir === undefined) fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+  return { env, dataDir, natsUrl, release };
+}
+
+/** The CLI as a child process (exit status, stdout, stderr), against a test's trackd. */
+function cliProcess(env: Record<string, string>) {
+  return (args: string[], extraEnv: Record<string, string> = {}) => {
+    const r = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env, ...extraEnv }, encoding: 'utf8' });
+    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  };
+}
+
+/** CLI commands that run in this process (they take everything from the configuration). */
+const IN_PROCESS_COMMANDS = new Set(['orgs create', 'orgs list', 'keys create', 'keys list', 'keys revoke', 'sessions create', 'scans publish']);
+
+/**
+ * Starts trackd's service in this process (`serve()`: its shard and HTTP threads, the scan consumer
+ * on this thread) on a free port, with its own DATA_DIR and nats-server. `request` goes through the
+ * whole pipeline without a socket; `http` over the port. Logs go to a file that `logs()` reads.
+ */
+export async function startTrackd(t: Teardown, options: StartOptions = {}): Promise<Trackd> {
+  const { env, dataDir, natsUrl, release } = await testEnv(options);
+  const logDir = tempDir('trackd-log-');
+  const logFile = path.join(logDir, 'trackd.log');
+  const config = () => loadConfig({ ...process.env, ...env });
+  let service: RunningService | undefined = await serve(config(), { logFile });
+  t.teardown(async () => {
+    await service?.stop();
+    fs.rmSync(logDir, { recursive: true, force: true });
+    await release();
+  });
+  const running = () => {
+    if (service === undefined) throw new Error('trackd is stopped');
+    return service;
+  };
+  const cliRaw = cliProcess(env);
+  const trackd: Trackd = {
+    get port() {
+      return running().port;
+    },
+    get baseUrl() {
+      return `http://127.0.0.1:${running().port}`;
+    },
+    dataDir,
+    natsUrl: natsUrl === 'embedded' ? running().natsUrl : natsUrl,
+    env,
+    get process(): ChildProcess {
+      throw new Error('trackd runs in this process: use spawnTrackd for a child process');
+    },
+    logs: () => (fs.existsSync(logFile) ? parseJsonLines(fs.readFileSync(logFile, 'utf8')) : []),
+    async request(method, urlPath, opts = {}) {
+      const { headers, body } = outgoing(method, opts);
+      if (body === undefined && (method === 'POST' || method === 'PUT' || method === 'PATCH')) headers['content-length'] = '0';
+      const res = await running().inject({ method, url: urlPath, headers, body });
+      return result(res.status, new Headers(res.headers), res.body);
+    },
+    http: (method, urlPath, opts) => overHttp(running().port, method, urlPath, opts),
+    cliRaw,
+    async cli(args, extraEnv = {}) {
+      if (!IN_PROCESS_COMMANDS.has(`${args[0]} ${args[1]}`)) {
+        const r = cliRaw(args, extraEnv);
+        if (r.status !== 0) throw new Error(`trackd ${args.join(' ')} failed (${r.status}): ${r.stderr}`);
+        return JSON.parse(r.stdout);
+      }
+      return runCommand(args, () => loadConfig({ ...process.env, ...env, ...extraEnv })).then((value) => JSON.parse(JSON.stringify(value)));
+    },
+    createOrg(name = 'Test Org') {
+      return trackd.cli(['orgs', 'create', '--name', name]);
+    },
+    createKey(orgId, scopes = ALL_SCOPES, extra = []) {
+      return trackd.cli(['keys', 'create', '--org', String(orgId), '--name', 'test', '--scopes', scopes.join(','), ...extra]);
+    },
+    async stop() {
+      await service?.stop();
+      service = undefined;
+      return 0;
+    },
+    async restart() {
+      await trackd.stop();
+      service = await serve(config(), { logFile });
+    },
+  };
+  return trackd;
+}
+
+/** Starts `trackd serve` as a child process (signals, exit codes, stdout), on a free port with its own DATA_DIR and nats-server. */
+export async function spawnTrackd(t: Teardown, options: StartOptions = {}): Promise<Trackd> {
+  const { env, dataDir, natsUrl, release } = await testEnv(options);
   let { child, port, lines } = await launch(env);
   t.teardown(async () => {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((r) => child.once('exit', r));
-      // The embedded nats-server is trackd's child: only a graceful stop takes it down too.
-      child.kill(natsUrl === 'embedded' ? 'SIGTERM' : 'SIGKILL');
+      // A graceful stop: it takes an embedded nats-server down too, and writes coverage.
+      child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;
       clearTimeout(timer);
     }
-    if (options.dataDir === undefined) fs.rmSync(dataDir, { recursive: true, force: true });
+    await release();
   });
-  const cliRaw = (args: string[], extraEnv: Record<string, string> = {}) => {
-    const r = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env, ...extraEnv }, encoding: 'utf8' });
-    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-  };
+  const cliRaw = cliProcess(env);
   const trackd: Trackd = {
     get port() {
       return port;
@@ -142,36 +291,11 @@ export async function startTrackd(t: Teardown, options: StartOptions = {}): Prom
     get process() {
       return child;
     },
-    logs: () =>
-      lines.flatMap((l) => {
-        try {
-          return [JSON.parse(l)];
-        } catch {
-          return [];
-        }
-      }),
-    async request(method, urlPath, opts = {}) {
-      const headers: Record<string, string> = { ...opts.headers };
-      if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
-      let body: string | Buffer | undefined;
-      if (opts.body !== undefined) {
-        body = typeof opts.body === 'string' || Buffer.isBuffer(opts.body) ? opts.body : JSON.stringify(opts.body);
-        const ct =
-          opts.contentType === undefined ? (method === 'PATCH' ? 'application/merge-patch+json' : 'application/json') : opts.contentType;
-        if (ct !== null) headers['content-type'] = ct;
-      }
-      const res = await httpRequest(port, method, urlPath, headers, body);
-      const text = res.text;
-      let json: any;
-      try {
-        json = text === '' ? undefined : JSON.parse(text);
-      } catch {
-        json = undefined;
-      }
-      return { status: res.status, headers: res.headers, text, json };
-    },
+    logs: () => parseJsonLines(lines.join('\n')),
+    request: (method, urlPath, opts) => overHttp(port, method, urlPath, opts),
+    http: (method, urlPath, opts) => overHttp(port, method, urlPath, opts),
     cliRaw,
-    cli(args, extraEnv) {
+    async cli(args, extraEnv) {
       const r = cliRaw(args, extraEnv);
       if (r.status !== 0) throw new Error(`trackd ${args.join(' ')} failed (${r.status}): ${r.stderr}`);
       return JSON.parse(r.stdout);

@@ -1,0 +1,28 @@
+import type { Authenticator } from '../auth/authenticator.js';
+import { allRoutes } from '../routes.js';
+import type { Services } from '../services.js';
+import type { rateLimitBuffers } from './rateLimit.js';
+import { HttpServer } from './server.js';
+
+/** trackd's HTTP server with every route, over a thread's services (an HTTP thread's, or the in-process one's). */
+export function createHttpServer(
+  services: Services,
+  authenticator: Authenticator,
+  rateLimit: ReturnType<typeof rateLimitBuffers>,
+): HttpServer {
+  const { config } = services;
+  const http = new HttpServer({
+    host: config.HOST,
+    port: config.PORT,
+    logger: services.logger,
+    metrics: services.metrics,
+    authenticator,
+    rateLimitPerMinute: config.RATE_LIMIT_PER_MIN,
+    rateLimitBuffers: rateLimit,
+    shards: services.shards,
+    storageHealth: services.storageHealth,
+    responseCacheBytes: config.RESPONSE_CACHE_MB * 1024 * 1024,
+  });
+  http.addRoutes(allRoutes(services));
+  return http;
+}

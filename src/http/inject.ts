@@ -1,0 +1,102 @@
+import type uWS from 'uWebSockets.js';
+
+/** A request handed to the server without a socket (tests, tools): what a client would have sent. */
+export interface InjectedRequest {
+  method: string;
+  /** Path with an optional query string, as on the request line. */
+  url: string;
+  /** Header names in any case. */
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  remoteAddress?: string;
+}
+
+export interface InjectedResponse {
+  status: number;
+  /** Lower-cased names, as a client library would present them. */
+  headers: Record<string, string>;
+  body: string;
+}
+
+type Handler = (res: uWS.HttpResponse, req: uWS.HttpRequest) => void;
+
+/**
+ * Runs `handler` (the server's one uWS handler) on a request and response pair that record instead of
+ * touching a socket, so the request takes exactly the path a real one takes: the same steps, errors,
+ * headers, logs and metrics. Only the uWS calls the server makes are implemented; any other throws,
+ * which a test then reports instead of passing by accident. The body arrives in one last chunk, on a
+ * later turn of the event loop, as a small body from the network does.
+ */
+export function inject(handler: Handler, request: InjectedRequest): Promise<InjectedResponse> {
+  const queryAt = request.url.indexOf('?');
+  const path = queryAt < 0 ? request.url : request.url.slice(0, queryAt);
+  const query = queryAt < 0 ? undefined : request.url.slice(queryAt + 1);
+  const requestHeaders = new Map<string, string>();
+  for (const [name, value] of Object.entries(request.headers ?? {})) requestHeaders.set(name.toLowerCase(), value);
+  const body = request.body === undefined ? undefined : Buffer.from(request.body);
+  if (body !== undefined && !requestHeaders.has('content-length')) requestHeaders.set('content-length', String(body.byteLength));
+
+  return new Promise((resolve) => {
+    const headers: Record<string, string> = {};
+    let status = 200;
+    let ended = false;
+    let onData: ((chunk: ArrayBuffer, isLast: boolean) => void) | undefined;
+    const finish = (text: string, contentLength: number) => {
+      if (ended) throw new Error('the response was ended twice');
+      ended = true;
+      headers['content-length'] = String(contentLength);
+      headers.uwebsockets = 'injected';
+      resolve({ status, headers, body: text });
+    };
+    const res = {
+      onAborted: () => res,
+      onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void) {
+        onData = handler;
+        return res;
+      },
+      cork(run: () => void) {
+        run();
+        return res;
+      },
+      writeStatus(text: string) {
+        status = Number.parseInt(text, 10);
+        return res;
+      },
+      writeHeader(name: string, value: string) {
+        const key = name.toLowerCase();
+        headers[key] = headers[key] === undefined ? value : `${headers[key]}, ${value}`;
+        return res;
+      },
+      end(text: string | undefined, _closeConnection?: boolean) {
+        const out = text ?? '';
+        finish(out, Buffer.byteLength(out));
+        return res;
+      },
+      endWithoutBody(reportedLength: number | undefined, _closeConnection?: boolean) {
+        finish('', reportedLength ?? 0);
+        return res;
+      },
+      getRemoteAddressAsText: () => new TextEncoder().encode(request.remoteAddress ?? '127.0.0.1').buffer,
+    };
+    const req = {
+      getCaseSensitiveMethod: () => request.method,
+      getUrl: () => path,
+      getQuery: () => query,
+      getHeader: (name: string) => requestHeaders.get(name) ?? '',
+    };
+    const unsupported = (target: object) =>
+      new Proxy(target, {
+        get(object, key) {
+          if (key in object) return object[key as keyof typeof object];
+          throw new Error(`inject: uWS ${String(key)} is not implemented`);
+        },
+      });
+    handler(unsupported(res) as unknown as uWS.HttpResponse, unsupported(req) as unknown as uWS.HttpRequest);
+    // The body arrives even when the answer went out first (401, 413): the network delivers it anyway.
+    setImmediate(() => {
+      if (onData === undefined) return;
+      const bytes = body ?? Buffer.alloc(0);
+      onData(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer, true);
+    });
+  });
+}
