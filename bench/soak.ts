@@ -7,7 +7,9 @@ import { runSoak } from './lib/soak.js';
 /**
  * `node dist/bench/soak.js [--minutes 10] [--interval 30] [--http-rate 200] [--scan-rate 200] [--out FILE]`
  * Mixed HTTP reads and writes plus scan ingest at a steady rate; prints RSS and latency per interval
- * and writes bench/results/soak-latest.json. The test suite runs a 30-second version (hardening-soak).
+ * and writes bench/results/soak-latest.json. Exits 1 when a request or publish failed, a scan was not
+ * applied, or (over four samples or more) RSS grew by more than 64 MiB or p99 by more than 5x (at least
+ * 2 s: the machine is shared). `npm run soak`; the test suite runs a tiny one (test/tools) so it cannot rot.
  */
 const USAGE = 'usage: node dist/bench/soak.js [--minutes N] [--interval S] [--http-rate R] [--scan-rate R] [--out FILE]';
 const { values } = parseArgs({
@@ -49,6 +51,19 @@ process.stderr.write(
 );
 fs.mkdirSync(path.dirname(values.out), { recursive: true });
 fs.writeFileSync(values.out, `${JSON.stringify(result, null, 2)}\n`);
+const problems: string[] = [];
+if (result.errors.length > 0) problems.push(`${result.errors.length} requests or publishes failed`);
+if (result.scans_applied !== result.scans_published)
+  problems.push(`${result.scans_published} scans published, ${result.scans_applied} applied`);
+if (result.samples.length >= 4) {
+  const peak = (xs: typeof result.samples, k: 'rss_mib' | 'p99_ms') => Math.max(...xs.map((s) => s[k]));
+  const [early, late] = [result.samples.slice(0, 2), result.samples.slice(-2)];
+  if (peak(late, 'rss_mib') - peak(early, 'rss_mib') >= 64)
+    problems.push(`RSS grew ${peak(early, 'rss_mib')} -> ${peak(late, 'rss_mib')} MiB`);
+  if (peak(late, 'p99_ms') > Math.max(5 * peak(early, 'p99_ms'), 2000))
+    problems.push(`p99 grew ${peak(early, 'p99_ms')} -> ${peak(late, 'p99_ms')} ms`);
+}
 process.stdout.write(
-  `${JSON.stringify({ out: values.out, first, last, scans_published: result.scans_published, scans_applied: result.scans_applied })}\n`,
+  `${JSON.stringify({ out: values.out, first, last, scans_published: result.scans_published, scans_applied: result.scans_applied, problems })}\n`,
 );
+if (problems.length > 0) process.exitCode = 1;

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Authenticator } from './auth/authenticator.js';
+import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { InjectedRequest, InjectedResponse } from './http/inject.js';
 import type { HttpServer } from './http/server.js';
@@ -34,6 +35,12 @@ export interface RunningService {
 export interface ServeOptions {
   /** Log to this file instead of stdout (the in-process test harness, whose stdout is TAP). */
   logFile?: string;
+  /**
+   * Where this thread reads the time: the scan consumer, the shard commands it and injected requests
+   * send, and their authentication (the in-process harness moves it past expiries and boundaries).
+   * The HTTP threads keep the system clock.
+   */
+  clock?: Clock;
 }
 
 /**
@@ -57,8 +64,8 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
   };
   const actors = new ShardActors(config.DATA_DIR, (index, err) => onCrash(new Error(`shard ${index}: ${err.message}`)));
   const readiness = Readiness.initial({ storage: true, consumer: false });
-  const shards = new ShardRegistry(config.DATA_DIR, control, actors.link());
-  const services: Services = { config, logger, metrics, control, shards, readiness };
+  const shards = new ShardRegistry(config.DATA_DIR, control, actors.link(options.clock));
+  const services: Services = { config, logger, metrics, control, shards, readiness, clock: options.clock };
   services.storageHealth = new StorageHealth(config.DATA_DIR, readiness, logger);
   const http = new HttpThreads(config, logger, readiness, actors, metrics, onCrash, options.logFile);
   collectThreadBusy(metrics, () => [
@@ -116,7 +123,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
   const injectRequest = async (request: InjectedRequest) => {
     injector ??= (async () => {
       const [{ createHttpServer }, { Authenticator }] = await Promise.all([import('./http/app.js'), import('./auth/authenticator.js')]);
-      const authenticator = new Authenticator(control, signingKey, config.TRACKD_ENV, logger);
+      const authenticator = new Authenticator(control, signingKey, config.TRACKD_ENV, logger, options.clock);
       const server = createHttpServer({ ...services, scrapeMetrics: () => http.scrape() }, authenticator, http.rateLimit);
       return { server, authenticator };
     })();
@@ -133,7 +140,8 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
         authenticator.close();
       }
       await http.stop();
-      await ingest?.stop();
+      // The rest of the stop runs even if the consumer's did not (the shards close after their last batch).
+      await ingest?.stop().catch((err) => logger.warn({ err }, 'the scan consumer did not stop cleanly'));
       await shards.closeAll();
       await actors.closeAll();
       services.storageHealth?.close();

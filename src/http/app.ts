@@ -22,6 +22,7 @@ export function createHttpServer(
     shards: services.shards,
     storageHealth: services.storageHealth,
     responseCacheBytes: config.RESPONSE_CACHE_MB * 1024 * 1024,
+    clock: services.clock,
   });
   http.addRoutes(allRoutes(services));
   return http;

@@ -40,7 +40,13 @@ export class HttpThreads {
   /** Starts the threads (each loads its modules, opens its connections and builds its routes) without listening yet. */
   async start(count: number): Promise<void> {
     for (let i = 0; i < count; i++) {
-      const workerData: HttpWorkerData = { config: this.config, thread: i, readiness: this.readiness.buffer, rateLimit: this.rateLimit, logFile: this.logFile };
+      const workerData: HttpWorkerData = {
+        config: this.config,
+        thread: i,
+        readiness: this.readiness.buffer,
+        rateLimit: this.rateLimit,
+        logFile: this.logFile,
+      };
       const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData, name: `http-${i}` });
       const thread: Thread = { worker, next: new Map() };
       worker.on('message', (message: FromHttpWorker) => this.onMessage(thread, message));

@@ -362,7 +362,7 @@ class ScanConsumer implements ScanIngest {
   async stop(): Promise<void> {
     this.stopping = true;
     this.setReady(false);
-    await this.messages?.close();
+    await this.messages?.close().catch(() => undefined);
     await this.loop;
   }
 }
@@ -390,7 +390,8 @@ export async function startScanIngest(
   return {
     async stop() {
       await Promise.all(consumers.map((c) => c.stop()));
-      await nc.drain();
+      // A broker that is away cannot be drained; nothing is in hand once the consumers stopped.
+      await nc.drain().catch(() => nc.close());
     },
   };
 }

@@ -1,4 +1,5 @@
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import type { Clock } from '../clock.js';
 import { ShardGenerations } from './generations.js';
 import { PortMailbox } from './mailbox.js';
 import type { ActorLink } from './registry.js';
@@ -64,11 +65,11 @@ export class ShardActors {
     return { port: channel.port2, generations: actor.generations };
   }
 
-  /** The link for a registry on this thread. */
-  link(): ActorLink {
+  /** The link for a registry on this thread; its commands carry `clock`'s readings. */
+  link(clock?: Clock): ActorLink {
     return async (index) => {
       const { port, generations } = await this.connect(index);
-      return { mailbox: new PortMailbox(port), generations: new ShardGenerations(generations) };
+      return { mailbox: new PortMailbox(port, clock), generations: new ShardGenerations(generations) };
     };
   }
 

@@ -6,13 +6,14 @@ import { fieldError, type FieldError } from '../errors/catalog.js';
 import { outsideSupportedYears, parseTimestamp, timestampMessages } from './timestamps.js';
 
 /**
- * Body validation: TypeBox schemas compiled by ajv (allErrors), every ajv failure mapped once to a
+ * Body validation: TypeBox schemas compiled by ajv (allErrors, strict: an unknown keyword or a loose
+ * type in a schema fails at start, not silently at run time), every ajv failure mapped once to a
  * fields[] entry. Custom keywords carry the trackd rules that JSON Schema cannot say:
  * - `x-timestamp: 'nullable' | 'required'`: RFC 3339 text, not a sentinel instant;
  * - `x-pattern-message`: the message used when `pattern` fails;
  * - `x-int64`: an integer that must fit int64 (overflow is invalid_value, not too_large).
  */
-const ajv = new Ajv({ allErrors: true, strict: false, verbose: true, ownProperties: true });
+const ajv = new Ajv({ allErrors: true, strict: true, verbose: true, ownProperties: true });
 
 /** 2^63: as a double, 9223372036854775807 rounds up to it, so the bound must be exclusive. */
 const INT64_LIMIT = 2 ** 63;
@@ -38,6 +39,10 @@ ajv.addKeyword({
 ajv.addFormat('int64', { type: 'number', validate: () => true });
 ajv.addKeyword({ keyword: 'x-pattern-message', schemaType: 'string' });
 ajv.addKeyword({ keyword: 'x-extensible-enum' });
+// The OpenAPI component name of a schema (src/openapi/document.ts): an annotation, nothing to check.
+ajv.addKeyword({ keyword: 'x-component', schemaType: 'string' });
+// The form a schema is published in when it differs from the one validated (document.ts): not checked here.
+ajv.addKeyword({ keyword: 'x-openapi', schemaType: 'object' });
 ajv.addKeyword({ keyword: 'x-allowed-values' });
 ajv.addKeyword({
   keyword: 'x-int64',

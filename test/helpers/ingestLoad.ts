@@ -1,7 +1,7 @@
 import { headers, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import { seed } from './masterdata.js';
-import { startTrackd, type Teardown } from './trackd.js';
+import { spawnTrackd, startTrackd, type Teardown } from './trackd.js';
 
 export interface SustainedPublisher {
   /** Distinct scans JetStream acknowledged (each stored once; retries share the Nats-Msg-Id). */
@@ -80,8 +80,9 @@ export function sustainedPublisher(
 export const ASSETS = { 'EPC-1': 'PALLET-1', 'EPC-2': 'PALLET-2', 'EPC-3': 'PALLET-3', 'EPC-4': 'PALLET-4' };
 
 /** A trackd (every scan a history row) with one org, one location and the four tagged ASSETS. */
-export async function setupFaultOrg(t: Teardown, natsUrl: string) {
-  const trackd = await startTrackd(t, { natsUrl, env: { HISTORY_GAP_SECONDS: '0', SHARDS: '2' } });
+export async function setupFaultOrg(t: Teardown, natsUrl: string, options: { childProcess?: boolean } = {}) {
+  const start = options.childProcess ? spawnTrackd : startTrackd;
+  const trackd = await start(t, { natsUrl, env: { HISTORY_GAP_SECONDS: '0', SHARDS: '2' } });
   const org = await trackd.createOrg('Faults');
   const token = (await trackd.createKey(org.id)).token;
   const ids = await seed(trackd, token, {

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runCommand } from '../../src/cli/commands.js';
+import type { Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { startNatsServer, type NatsServerProcess } from '../../src/nats/embedded.js';
 import { serve, type RunningService } from '../../src/serve.js';
@@ -93,6 +94,23 @@ export interface StartOptions {
   /** An existing NATS URL; default: a fresh nats-server for this trackd. 'embedded' leaves NATS_URL unset. */
   natsUrl?: string | 'embedded';
   dataDir?: string;
+  /** The clock of the in-process service (startTrackd only): `advance` it past an expiry instead of sleeping. */
+  clock?: TestClock;
+}
+
+/** The wall clock moved forward by hand: time still passes, so timeouts and deadlines keep working. */
+export interface TestClock extends Clock {
+  advance(ms: number): void;
+}
+
+export function testClock(): TestClock {
+  let offset = 0;
+  return {
+    now: () => Date.now() + offset,
+    advance: (ms) => {
+      offset += ms;
+    },
+  };
 }
 
 async function launch(env: Record<string, string>): Promise<{ child: ChildProcess; port: number; lines: string[] }> {
@@ -141,7 +159,8 @@ function outgoing(method: string, opts: RequestOptions): { headers: Record<strin
   let body: string | Buffer | undefined;
   if (opts.body !== undefined) {
     body = typeof opts.body === 'string' || Buffer.isBuffer(opts.body) ? opts.body : JSON.stringify(opts.body);
-    const ct = opts.contentType === undefined ? (method === 'PATCH' ? 'application/merge-patch+json' : 'application/json') : opts.contentType;
+    const ct =
+      opts.contentType === undefined ? (method === 'PATCH' ? 'application/merge-patch+json' : 'application/json') : opts.contentType;
     if (ct !== null) headers['content-type'] = ct;
   }
   return { headers, body };
@@ -168,7 +187,9 @@ async function overHttp(port: number, method: string, urlPath: string, opts: Req
  * shards. `release` removes what was made for it, after trackd stopped (tap runs teardowns in the
  * order they were registered: a broker stopped under a running trackd would stall its shutdown).
  */
-async function testEnv(options: StartOptions): Promise<{ env: Record<string, string>; dataDir: string; natsUrl: string | 'embedded'; release: () => Promise<void> }> {
+async function testEnv(
+  options: StartOptions,
+): Promise<{ env: Record<string, string>; dataDir: string; natsUrl: string | 'embedded'; release: () => Promise<void> }> {
   const dataDir = options.dataDir ?? tempDir();
   const nats = options.natsUrl === undefined ? await ownNats() : undefined;
   const natsUrl = options.natsUrl ?? nats!.server.url;
@@ -190,7 +211,15 @@ function cliProcess(env: Record<string, string>) {
 }
 
 /** CLI commands that run in this process (they take everything from the configuration). */
-const IN_PROCESS_COMMANDS = new Set(['orgs create', 'orgs list', 'keys create', 'keys list', 'keys revoke', 'sessions create', 'scans publish']);
+const IN_PROCESS_COMMANDS = new Set([
+  'orgs create',
+  'orgs list',
+  'keys create',
+  'keys list',
+  'keys revoke',
+  'sessions create',
+  'scans publish',
+]);
 
 /**
  * Starts trackd's service in this process (`serve()`: its shard and HTTP threads, the scan consumer
@@ -202,7 +231,14 @@ export async function startTrackd(t: Teardown, options: StartOptions = {}): Prom
   const logDir = tempDir('trackd-log-');
   const logFile = path.join(logDir, 'trackd.log');
   const config = () => loadConfig({ ...process.env, ...env });
-  let service: RunningService | undefined = await serve(config(), { logFile });
+  let service: RunningService | undefined;
+  try {
+    service = await serve(config(), { logFile, clock: options.clock });
+  } catch (err) {
+    fs.rmSync(logDir, { recursive: true, force: true });
+    await release();
+    throw err;
+  }
   t.teardown(async () => {
     await service?.stop();
     fs.rmSync(logDir, { recursive: true, force: true });
@@ -256,7 +292,7 @@ export async function startTrackd(t: Teardown, options: StartOptions = {}): Prom
     },
     async restart() {
       await trackd.stop();
-      service = await serve(config(), { logFile });
+      service = await serve(config(), { logFile, clock: options.clock });
     },
   };
   return trackd;
@@ -265,7 +301,10 @@ export async function startTrackd(t: Teardown, options: StartOptions = {}): Prom
 /** Starts `trackd serve` as a child process (signals, exit codes, stdout), on a free port with its own DATA_DIR and nats-server. */
 export async function spawnTrackd(t: Teardown, options: StartOptions = {}): Promise<Trackd> {
   const { env, dataDir, natsUrl, release } = await testEnv(options);
-  let { child, port, lines } = await launch(env);
+  let { child, port, lines } = await launch(env).catch(async (err) => {
+    await release();
+    throw err;
+  });
   t.teardown(async () => {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((r) => child.once('exit', r));

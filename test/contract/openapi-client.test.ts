@@ -1,0 +1,159 @@
+/**
+ * The typed TypeScript client (clients/typescript): generated from the document trackd serves,
+ * checked in current, and driving every operation against a running trackd.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { createConfig, lintFromString } from '@redocly/openapi-core';
+import t from 'tap';
+import { CLIENT_DIR, generatedFiles, servedDocument } from '../../clients/typescript/generate.js';
+import { MERGE_PATCH, trackdClient, type Asset, type ErrorEnvelope } from '../../clients/typescript/index.js';
+import { publish, natsClient, scanBody } from '../helpers/scans.js';
+import { eventually, startTrackd } from '../helpers/trackd.js';
+
+t.test('the checked-in client is generated from the current document (npm run client)', async (t) => {
+  const files = await generatedFiles();
+  for (const [name, text] of Object.entries(files)) {
+    t.equal(fs.readFileSync(path.join(CLIENT_DIR, name), 'utf8'), text, `${name} is current`);
+  }
+});
+
+t.test('redocly lint (recommended rules) of the served document: 0 errors, one explained warning', async (t) => {
+  const config = await createConfig({ extends: ['recommended'] });
+  const problems = await lintFromString({ source: JSON.stringify(servedDocument()), absoluteRef: 'openapi.json', config });
+  const found = problems.map((p) => `${p.severity} ${p.ruleId}`);
+  // trackd is proprietary (UNLICENSED): its license object has a name and no public URL to give.
+  t.same(found, ['warn info-license-strict'], `problems: ${JSON.stringify(problems.map((p) => p.message))}`);
+});
+
+t.test('every operation through the typed client', async (t) => {
+  const trackd = await startTrackd(t);
+  const org = await trackd.createOrg('Client');
+  const api = trackdClient(trackd.baseUrl, (await trackd.createKey(org.id)).token);
+  const called = new Set<string>();
+  const ok = <T extends { data?: unknown; error?: unknown; response: Response }>(
+    what: string,
+    result: T,
+    status: number,
+  ): NonNullable<T['data']> => {
+    called.add(what);
+    t.equal(result.response.status, status, `${what}: ${status}`);
+    return result.data as NonNullable<T['data']>;
+  };
+
+  ok('GET /api/v1/orgs/me', await api.GET('/api/v1/orgs/me'), 200);
+  const site = ok(
+    'POST /api/v1/locations',
+    await api.POST('/api/v1/locations', { body: { external_key: 'SITE-1', name: 'Site' } }),
+    201,
+  ).data;
+  const dock = ok(
+    'POST /api/v1/locations',
+    await api.POST('/api/v1/locations', { body: { external_key: 'DOCK-1', name: 'Dock', parent_id: site.id } }),
+    201,
+  ).data;
+  const lid = { params: { path: { location_id: dock.id } } };
+  ok('GET /api/v1/locations', await api.GET('/api/v1/locations', { params: { query: { limit: 10 } } }), 200);
+  ok('GET /api/v1/locations/{location_id}', await api.GET('/api/v1/locations/{location_id}', lid), 200);
+  const patched = ok(
+    'PATCH /api/v1/locations/{location_id}',
+    await api.PATCH('/api/v1/locations/{location_id}', { ...lid, body: { description: 'north side' }, headers: MERGE_PATCH }),
+    200,
+  );
+  t.equal(patched.data.description, 'north side', 'merge-patch applied');
+  ok(
+    'POST /api/v1/locations/{location_id}/rename',
+    await api.POST('/api/v1/locations/{location_id}/rename', { ...lid, body: { external_key: 'DOCK-A' } }),
+    200,
+  );
+  ok('GET /api/v1/locations/{location_id}/ancestors', await api.GET('/api/v1/locations/{location_id}/ancestors', lid), 200);
+  ok(
+    'GET /api/v1/locations/{location_id}/children',
+    await api.GET('/api/v1/locations/{location_id}/children', { params: { path: { location_id: site.id } } }),
+    200,
+  );
+  const descendants = ok(
+    'GET /api/v1/locations/{location_id}/descendants',
+    await api.GET('/api/v1/locations/{location_id}/descendants', { params: { path: { location_id: site.id } } }),
+    200,
+  );
+  t.same(
+    descendants.data.map((l) => l.id),
+    [dock.id],
+  );
+  const ltag = ok(
+    'POST /api/v1/locations/{location_id}/tags',
+    await api.POST('/api/v1/locations/{location_id}/tags', { ...lid, body: { tag_type: 'barcode', value: 'LOC-BC-1' } }),
+    201,
+  ).data;
+  ok(
+    'DELETE /api/v1/locations/{location_id}/tags/{tag_id}',
+    await api.DELETE('/api/v1/locations/{location_id}/tags/{tag_id}', { params: { path: { location_id: dock.id, tag_id: ltag.id } } }),
+    204,
+  );
+
+  const asset: Asset = ok(
+    'POST /api/v1/assets',
+    await api.POST('/api/v1/assets', { body: { name: 'Pallet 1', tags: [{ tag_type: 'rfid', value: 'E2C1' }] } }),
+    201,
+  ).data;
+  const aid = { params: { path: { asset_id: asset.id } } };
+  ok('GET /api/v1/assets', await api.GET('/api/v1/assets', { params: { query: { q: 'pallet' } } }), 200);
+  ok('GET /api/v1/assets/{asset_id}', await api.GET('/api/v1/assets/{asset_id}', aid), 200);
+  const renamed = ok(
+    'PATCH /api/v1/assets/{asset_id}',
+    await api.PATCH('/api/v1/assets/{asset_id}', {
+      ...aid,
+      body: { name: 'Pallet One', metadata: { colour: 'blue' } },
+      headers: MERGE_PATCH,
+    }),
+    200,
+  );
+  t.same([renamed.data.name, renamed.data.metadata], ['Pallet One', { colour: 'blue' }]);
+  ok(
+    'POST /api/v1/assets/{asset_id}/rename',
+    await api.POST('/api/v1/assets/{asset_id}/rename', { ...aid, body: { external_key: 'PAL-1' } }),
+    200,
+  );
+  const atag = ok(
+    'POST /api/v1/assets/{asset_id}/tags',
+    await api.POST('/api/v1/assets/{asset_id}/tags', { ...aid, body: { tag_type: 'ble', value: 'beacon-1' } }),
+    201,
+  ).data;
+  ok(
+    'DELETE /api/v1/assets/{asset_id}/tags/{tag_id}',
+    await api.DELETE('/api/v1/assets/{asset_id}/tags/{tag_id}', { params: { path: { asset_id: asset.id, tag_id: atag.id } } }),
+    204,
+  );
+
+  const nc = await natsClient(t, trackd.natsUrl);
+  await publish(nc, `scans.${org.id}.fixed`, scanBody('DOCK-A', ['rfid:E2C1'], new Date()));
+  const report = await eventually(async () => {
+    const result = await api.GET('/api/v1/reports/asset-locations', { params: { query: { asset_id: [asset.id] } } });
+    return result.data?.data.length === 1 ? result : undefined;
+  });
+  ok('GET /api/v1/reports/asset-locations', report, 200);
+  t.equal(report.data!.data[0].location_id, dock.id, 'the scan placed the asset at the dock');
+  const history = ok('GET /api/v1/assets/{asset_id}/history', await api.GET('/api/v1/assets/{asset_id}/history', aid), 200);
+  t.equal(history.total_count, 1);
+
+  const invalid = await api.POST('/api/v1/assets', { body: { name: '' } });
+  const error: ErrorEnvelope | undefined = invalid.error;
+  t.equal(invalid.response.status, 400);
+  t.equal(error?.error.type, 'validation_error', 'the error body is typed as ErrorEnvelope');
+  t.equal(error?.error.fields?.[0]?.field, 'name');
+
+  ok('DELETE /api/v1/assets/{asset_id}', await api.DELETE('/api/v1/assets/{asset_id}', aid), 204);
+  ok(
+    'DELETE /api/v1/locations/{location_id}',
+    await api.DELETE('/api/v1/locations/{location_id}', {
+      params: { path: { location_id: (await api.POST('/api/v1/locations', { body: { name: 'Spare' } })).data!.data.id } },
+    }),
+    204,
+  );
+
+  const documented = Object.entries(servedDocument().paths as Record<string, Record<string, unknown>>).flatMap(([p, ops]) =>
+    Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`),
+  );
+  t.same([...called].sort(), documented.sort(), 'every documented operation was called through the client');
+});

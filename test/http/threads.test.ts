@@ -1,0 +1,79 @@
+/**
+ * HTTP on every thread, one process as far as clients and operators can tell: every thread answers
+ * on the one port, a key's budget is the process's (not multiplied by the thread count), and
+ * /metrics counts the requests of every thread.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { startTrackd } from '../helpers/trackd.js';
+
+const THREADS = 4;
+
+t.test('HTTP_THREADS threads share the port, the rate limits and the metrics', async (t) => {
+  const budget = 150;
+  const trackd = await startTrackd(t, { env: { HTTP_THREADS: String(THREADS), RATE_LIMIT_PER_MIN: String(budget) } });
+  t.match(
+    trackd.logs().find((l) => l.msg === 'listening'),
+    { http_threads: THREADS },
+    'the listening line names the thread count',
+  );
+  const org = await trackd.createOrg('Threads');
+  const { token } = await trackd.createKey(org.id);
+
+  // Each request on its own connection: the kernel spreads them over the threads' sockets.
+  const sent = budget * 2;
+  const answers = await Promise.all(Array.from({ length: sent }, () => trackd.http('GET', '/api/v1/orgs/me', { token })));
+  const statuses = answers.map((a) => a.status);
+  t.equal(statuses.filter((s) => s === 200).length, budget, `exactly the budget (${budget}) answered 200 over ${THREADS} threads`);
+  t.equal(statuses.filter((s) => s === 429).length, sent - budget, 'every request past the budget answered 429');
+  const remaining = answers
+    .filter((a) => a.status === 200)
+    .map((a) => Number(a.headers.get('x-ratelimit-remaining')))
+    .sort((a, b) => a - b);
+  t.same(
+    remaining,
+    Array.from({ length: budget }, (_, i) => i),
+    'X-RateLimit-Remaining counts down once through the budget, no value twice',
+  );
+
+  const threads = new Set(
+    trackd
+      .logs()
+      .filter((l) => l.msg === 'request' && l.route === '/api/v1/orgs/me')
+      .map((l) => l.thread),
+  );
+  t.ok(threads.size >= 2, `requests were served by several threads (${[...threads].join(', ')})`);
+
+  const metrics = (await trackd.request('GET', '/metrics')).text;
+  const counted = metrics
+    .split('\n')
+    .filter((l) => l.startsWith('http_requests_total{route="/api/v1/orgs/me"'))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+  t.equal(counted, sent, '/metrics counts the requests of every thread');
+  t.match(metrics, /^process_resident_memory_bytes \d+$/m, 'process memory once, for the whole process');
+});
+
+t.test('the port is discoverable at LOG_LEVEL=warn: the listening line and DATA_DIR/http.url', async (t) => {
+  const trackd = await startTrackd(t, { env: { LOG_LEVEL: 'warn' } });
+  const listening = trackd.logs().filter((l) => l.msg === 'listening');
+  t.equal(listening.length, 1, 'one listening line although info is below the level');
+  t.equal(listening[0].port, trackd.port);
+  t.equal(fs.readFileSync(path.join(trackd.dataDir, 'http.url'), 'utf8'), `http://127.0.0.1:${trackd.port}\n`);
+  t.equal((await trackd.request('GET', '/healthz')).status, 200);
+  t.equal(await trackd.stop(), 0, 'stops cleanly; every line it printed is read');
+  t.notOk(
+    trackd.logs().some((l) => l.msg === 'request'),
+    'the level still holds for everything else (no request line)',
+  );
+});
+
+t.test('a second trackd on a port already served refuses to start instead of sharing it', async (t) => {
+  const first = await startTrackd(t);
+  await t.rejects(
+    startTrackd(t, { env: { PORT: String(first.port) } }),
+    /the port is in use by another process/,
+    'the second exits with one line saying why',
+  );
+  t.equal((await first.request('GET', '/healthz')).status, 200, 'the first still serves');
+});

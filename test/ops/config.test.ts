@@ -1,0 +1,36 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import t from 'tap';
+import { BIN, tempDir } from '../helpers/trackd.js';
+
+t.test('configuration is validated at start: a bad value stops it with one line naming the variable', async (t) => {
+  const dataDir = tempDir();
+  t.teardown(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const cases: [Record<string, string>, string][] = [
+    [{ PORT: 'eighty' }, 'PORT'],
+    [{ PORT: '70000' }, 'PORT'],
+    [{ TRACKD_ENV: 'staging' }, 'TRACKD_ENV'],
+    [{ SHARDS: '0' }, 'SHARDS'],
+    [{ RATE_LIMIT_PER_MIN: '-1' }, 'RATE_LIMIT_PER_MIN'],
+    [{ RATE_LIMIT_PER_MIN: '0' }, 'RATE_LIMIT_PER_MIN'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ HISTORY_GAP_SECONDS: '1.5' }, 'HISTORY_GAP_SECONDS'],
+    [{ MQTT_PORT: 'x' }, 'MQTT_PORT'],
+  ];
+  for (const [env, name] of cases) {
+    const r = spawnSync(process.execPath, [BIN, 'serve'], {
+      env: { ...process.env, DATA_DIR: dataDir, NATS_URL: 'nats://127.0.0.1:1', ...env },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    const label = Object.entries(env)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ');
+    t.not(r.status, 0, `${label}: does not start`);
+    t.equal(r.stdout, '', `${label}: nothing on stdout (no listening line)`);
+    const lines = r.stderr.split('\n').filter(Boolean);
+    t.equal(lines.length, 1, `${label}: one line on stderr`);
+    t.match(lines[0], new RegExp(`^trackd: ${name}: `), `${label}: names the variable (${lines[0]})`);
+    t.match(lines[0], Object.values(env)[0], `${label}: quotes the value`);
+  }
+});
