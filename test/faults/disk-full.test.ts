@@ -4,7 +4,7 @@ import path from 'node:path';
 import t from 'tap';
 import Database from 'better-sqlite3';
 import { seed } from '../helpers/masterdata.js';
-import { deadLetters, natsClient, publish, scanBody } from '../helpers/scans.js';
+import { deadLetters, delivered, drained, natsClient, publish, scanBody } from '../helpers/scans.js';
 import { envelopeProblems } from '../helpers/hostile.js';
 import { eventually, spawnTrackd, tempDir } from '../helpers/trackd.js';
 
@@ -124,7 +124,7 @@ t.test('data directory full: clear 503s, readiness 503, no loss, no corruption, 
   // stream; one that still fits is applied (the background checkpointer lets SQLite reuse its
   // checkpointed WAL in place, so small batches can fit on a full disk). Exactly once either way (below).
   await publishScans(40);
-  await new Promise((r) => setTimeout(r, 1500));
+  await delivered(nc);
   const whileFull = await history();
   t.ok(whileFull >= 10 && whileFull <= 50, `scans while the disk is full: waiting or applied, none twice (${whileFull} of 50 applied)`);
   t.same(await deadLetters(nc), [], 'nothing dead-lettered for lack of space');
@@ -134,7 +134,7 @@ t.test('data directory full: clear 503s, readiness 503, no loss, no corruption, 
   for (const f of chmodded) fs.chmodSync(f, 0o755);
   await eventually(async () => (await trackd.request('GET', '/readyz')).status === 200, 10_000, 200);
   t.equal((await trackd.request('GET', '/readyz')).status, 200, 'ready again once space returns');
-  await eventually(async () => (await history()) === 50, 20_000, 200);
+  await drained(nc);
   t.equal(await history(), 50, 'every scan published before, during and after is applied exactly once');
   const after = await trackd.request('POST', '/api/v1/locations', { token, body: { name: 'After' } });
   t.equal(after.status, 201, 'writes work again');

@@ -1,7 +1,7 @@
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { ulid } from 'ulid';
-import type { Teardown, Trackd } from './trackd.js';
+import { eventually, type Teardown, type Trackd } from './trackd.js';
 
 export async function natsClient(t: Teardown, url: string): Promise<NatsConnection> {
   const nc = await connect({ servers: url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
@@ -85,4 +85,39 @@ export async function metric(trackd: Trackd, name: string, labels = ''): Promise
   const prefix = labels === '' ? `${name} ` : `${name}{${labels}} `;
   const line = res.text.split('\n').find((l) => l.startsWith(prefix));
   return line === undefined ? 0 : Number(line.slice(prefix.length));
+}
+
+/** Where trackd's durable consumer of a stream stands against the stream's last sequence now. */
+async function consumerReaches(
+  nc: NatsConnection,
+  reached: (c: { delivered: number; ackFloor: number; ackPending: number }, last: number) => boolean,
+  stream: string,
+  durable: string,
+): Promise<number> {
+  const jsm = await jetstreamManager(nc);
+  const last = (await jsm.streams.info(stream)).state.last_seq;
+  await eventually(
+    async () => {
+      const c = await jsm.consumers.info(stream, durable).catch(() => undefined);
+      if (c === undefined) return false;
+      return reached({ delivered: c.delivered.stream_seq, ackFloor: c.ack_floor.stream_seq, ackPending: c.num_ack_pending }, last);
+    },
+    60_000,
+    50,
+  );
+  return last;
+}
+
+/**
+ * Waits until trackd has settled every message its stream holds now: the consumer's ack floor is at
+ * the stream's last sequence and nothing is in hand. trackd acks only after the commit, so a count
+ * taken afterwards is final: no redelivery can still add to it ("exactly once", without a sleep).
+ */
+export function drained(nc: NatsConnection, stream = 'SCANS', durable = 'trackd-scans'): Promise<number> {
+  return consumerReaches(nc, (c, last) => c.ackFloor >= last && c.ackPending === 0, stream, durable);
+}
+
+/** Waits until trackd's consumer has been delivered every message the stream holds now (settled or not). */
+export function delivered(nc: NatsConnection, stream = 'SCANS', durable = 'trackd-scans'): Promise<number> {
+  return consumerReaches(nc, (c, last) => c.delivered >= last, stream, durable);
 }

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { seed } from '../helpers/masterdata.js';
-import { deadLetters, natsClient, publish, scanBody } from '../helpers/scans.js';
+import { deadLetters, drained, natsClient, publish, scanBody } from '../helpers/scans.js';
 import { expectedOutcome, historyCounts, planMix, publishPlan } from '../helpers/scanMix.js';
 import { eventually, startTrackd } from '../helpers/trackd.js';
 
@@ -59,7 +59,7 @@ t.test(
     t.comment(`published ${plan.length + 1} messages; the last one was applied ${Date.now() - started} ms after the first was published`);
 
     await eventually(async () => (await deadLetters(nc)).length >= deadExpected, 20_000, 200);
-    await new Promise((r) => setTimeout(r, 500)); // anything applied twice would show by now
+    await drained(nc);
     const history = await historyCounts(trackd, tokenA, seededA.assets);
     t.same(
       history,
