@@ -184,7 +184,7 @@ t.test('hostile bodies and clients', async (t) => {
       const res = await trackd.request('GET', '/api/v1/locations?limit=1', { token });
       latencies.push(Date.now() - started);
       t.equal(res.status, 200);
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 200)); // a polite client's pace while the attackers trickle
     }
     t.ok(Math.max(...latencies) < 1000, `other clients answered promptly meanwhile (max ${Math.max(...latencies)} ms)`);
     const r = await trickle;

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { drained, natsClient } from '../helpers/scans.js';
-import { ASSETS, setupFaultOrg as setup, sleep, sum, sustainedPublisher } from '../helpers/ingestLoad.js';
+import { ASSETS, setupFaultOrg as setup, sum, sustainedPublisher } from '../helpers/ingestLoad.js';
 import { historyCounts } from '../helpers/scanMix.js';
 import { eventually, startNats } from '../helpers/trackd.js';
 
@@ -22,14 +22,14 @@ t.test('kill -9 three times during a sustained ingest: published equals applied,
   });
   const kills: string[] = [];
   for (let k = 0; k < 3; k++) {
-    await sleep(2000);
+    await publisher.progressed(1000);
     const before = sum(await historyCounts(trackd, token, ids.assets));
     trackd.process.kill('SIGKILL');
     await eventually(() => trackd.process.signalCode === 'SIGKILL', 5000);
     kills.push(`kill ${k + 1}: ${publisher.acked()} acked, ${before} applied`);
     await trackd.restart();
   }
-  await sleep(1500);
+  await publisher.progressed(500);
   await publisher.stop();
   const published = publisher.acked();
   t.comment(kills.join('; '));

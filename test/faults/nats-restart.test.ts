@@ -1,7 +1,7 @@
 import t from 'tap';
 import { startNatsServer } from '../../src/nats/embedded.js';
 import { drained, natsClient } from '../helpers/scans.js';
-import { ASSETS, setupFaultOrg as setup, sleep, sum, sustainedPublisher } from '../helpers/ingestLoad.js';
+import { ASSETS, setupFaultOrg as setup, sum, sustainedPublisher } from '../helpers/ingestLoad.js';
 import { historyCounts } from '../helpers/scanMix.js';
 import { eventually, startNats } from '../helpers/trackd.js';
 
@@ -21,18 +21,18 @@ t.test('nats-server stopped and restarted during a sustained ingest: published e
     base: Date.now() - 86_400_000,
     prefix: 'nats',
   });
-  await sleep(2500);
+  await publisher.progressed(1000);
   const ackedAtStop = publisher.acked();
   await nats.stop();
   await eventually(async () => (await trackd.request('GET', '/readyz')).status === 503, 10_000);
   t.equal((await trackd.request('GET', '/readyz')).json.consumer, false, 'not ready while the broker is away');
   const health = await trackd.request('GET', '/api/v1/locations', { token });
   t.equal(health.status, 200, 'the HTTP API keeps serving reads while the broker is away');
-  await sleep(1500);
+  await publisher.retried(3);
   const again = await startNatsServer({ storeDir: nats.storeDir, port: nats.port, serverName: 'restarted' });
   t.teardown(() => again.stop());
   await eventually(async () => (await trackd.request('GET', '/readyz')).status === 200, 20_000, 100);
-  await sleep(2500);
+  await publisher.progressed(1000);
   await publisher.stop();
   const published = publisher.acked();
   t.ok(

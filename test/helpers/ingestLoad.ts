@@ -1,7 +1,7 @@
 import { headers, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import { seed } from './masterdata.js';
-import { spawnTrackd, startTrackd, type Teardown } from './trackd.js';
+import { eventually, spawnTrackd, startTrackd, type Teardown } from './trackd.js';
 
 export interface SustainedPublisher {
   /** Distinct scans JetStream acknowledged (each stored once; retries share the Nats-Msg-Id). */
@@ -10,6 +10,10 @@ export interface SustainedPublisher {
   retries(): number;
   /** Expected history events per asset key (HISTORY_GAP_SECONDS=0: one per scan). */
   perAsset(): Record<string, number>;
+  /** Resolves once `n` more scans have been acknowledged than when called: the run went on under load. */
+  progressed(n: number): Promise<void>;
+  /** Resolves once `n` more publishes have failed and been retried than when called: publishers saw an outage. */
+  retried(n: number): Promise<void>;
   /** Stops after the message in flight; resolves when every started scan was acknowledged. */
   stop(): Promise<void>;
 }
@@ -70,6 +74,14 @@ export function sustainedPublisher(
     acked: () => acked,
     retries: () => retries,
     perAsset: () => ({ ...perAsset }),
+    progressed(n) {
+      const target = acked + n;
+      return eventually(() => acked >= target, 60_000, 10).then(() => undefined);
+    },
+    retried(n) {
+      const target = retries + n;
+      return eventually(() => retries >= target, 60_000, 10).then(() => undefined);
+    },
     async stop() {
       running = false;
       await loop;
@@ -92,5 +104,4 @@ export async function setupFaultOrg(t: Teardown, natsUrl: string, options: { chi
   return { trackd, org, token, ids };
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const sum = (o: Record<string, number>) => Object.values(o).reduce((a, b) => a + b, 0);

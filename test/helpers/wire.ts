@@ -101,6 +101,8 @@ export function rawRequest(
   head: string,
   body: Iterable<Buffer | string> | AsyncIterable<Buffer | string> = [],
   timeoutMs = 10_000,
+  /** Called when the server answers `Expect: 100-continue`: it has parsed the head and waits for the body. */
+  onContinue?: () => void,
 ): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
@@ -116,7 +118,9 @@ export function rawRequest(
       else resolve(result);
     };
     socket.on('data', (d) => {
+      const before = received;
       received += d.toString('latin1');
+      if (!/^HTTP\/1\.1 100 /.test(before) && /^HTTP\/1\.1 100 /.test(received)) onContinue?.();
       const parsed = parseRaw(received);
       if (parsed) finish(parsed);
     });

@@ -1,10 +1,11 @@
 import net from 'node:net';
 import t from 'tap';
 import { seed } from '../helpers/masterdata.js';
-import { natsClient } from '../helpers/scans.js';
+import { drained, natsClient } from '../helpers/scans.js';
 import { sustainedPublisher } from '../helpers/ingestLoad.js';
 import { historyCounts } from '../helpers/scanMix.js';
-import { envelopeProblems, rawExchange, requestHead } from '../helpers/hostile.js';
+import { envelopeProblems, requestHead } from '../helpers/hostile.js';
+import { rawRequest } from '../helpers/wire.js';
 import { eventually, startNats, spawnTrackd } from '../helpers/trackd.js';
 
 /**
@@ -60,21 +61,34 @@ t.test('SIGTERM under HTTP load and ingest', async (t) => {
     }
   };
   const clients = Array.from({ length: 16 }, (_, n) => client(n));
-  await new Promise((r) => setTimeout(r, 1500));
+  await eventually(() => (outcomes[200] ?? 0) + (outcomes[201] ?? 0) > 50, 20_000, 20);
+  await publisher.progressed(300);
 
-  // A request in flight when the signal arrives: head and half the body now, the rest after SIGTERM.
+  // A request in flight when the signal arrives: its head parsed (100 Continue) and part of the body
+  // sent before SIGTERM, the rest once new connections are refused.
   const body = JSON.stringify({ name: 'In flight at SIGTERM' });
-  const inFlight = rawExchange(
+  let continued!: () => void;
+  const headParsed = new Promise<void>((r) => (continued = r));
+  let release!: () => void;
+  const afterSignal = new Promise<void>((r) => (release = r));
+  const inFlight = rawRequest(
     port,
     requestHead('POST', '/api/v1/locations', {
       Authorization: `Bearer ${token}`,
       'Content-Type': 'application/json',
       'Content-Length': Buffer.byteLength(body),
-    }),
-    [body.slice(0, 10), body.slice(10)],
-    { delayMs: 400, timeoutMs: 10_000 },
+      Expect: '100-continue',
+    }).replace(/\r\n\r\n$/, ''),
+    (async function* () {
+      await headParsed;
+      yield body.slice(0, 10);
+      await afterSignal;
+      yield body.slice(10);
+    })(),
+    10_000,
+    continued,
   );
-  await new Promise((r) => setTimeout(r, 100));
+  await headParsed;
   const signalled = Date.now();
   const exit = trackd.stop('SIGTERM');
   const refused = await eventually(
@@ -91,6 +105,7 @@ t.test('SIGTERM under HTTP load and ingest', async (t) => {
     20,
   );
   t.ok(refused, `new connections refused ${Date.now() - signalled} ms after SIGTERM`);
+  release();
   const finished = await inFlight;
   t.equal(finished.status, 201, 'the request in flight at SIGTERM finished (201)');
   const code = await exit;
@@ -110,12 +125,7 @@ t.test('SIGTERM under HTTP load and ingest', async (t) => {
   const inflightRow = await trackd.request('GET', `/api/v1/locations?q=${encodeURIComponent('In flight')}`, { token });
   t.equal(inflightRow.json.total_count, 1, 'and the one in flight at SIGTERM');
   const published = publisher.acked();
-  await eventually(
-    async () => Object.values(await historyCounts(trackd, token, ids.assets)).reduce((a, b) => a + b, 0) >= published,
-    30_000,
-    200,
-  );
-  await new Promise((r) => setTimeout(r, 1000));
+  await drained(nc);
   const applied = Object.values(await historyCounts(trackd, token, ids.assets)).reduce((a, b) => a + b, 0);
   t.equal(applied, published, `scans: published ${published}, applied ${applied} across the SIGTERM and restart`);
 });
