@@ -22,7 +22,7 @@ const LocationByTag = Type.Object(
   { additionalProperties: false },
 );
 
-/** The body of a message on `scans.<org_id>.<source>` (operations.md section 3). Unknown keys are ignored. */
+/** The body of a message on `scans.<org_id>.<source>` Unknown keys are ignored. */
 export const ScanMessage = Type.Object({
   event_id: Type.String({ minLength: 1, maxLength: 64 }),
   observed_at: Type.String({ 'x-timestamp': 'required' }),

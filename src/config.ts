@@ -5,7 +5,7 @@ import { Value } from '@sinclair/typebox/value';
 
 const IntString = (min: number, max: number) => Type.Integer({ minimum: min, maximum: max });
 
-/** operations.md section 1: every variable optional, validated once at start. */
+/** The environment trackd reads: every variable optional, validated once at start. */
 export const ConfigSchema = Type.Object({
   HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
   PORT: IntString(0, 65535),

@@ -11,7 +11,7 @@ import { HttpThreads } from './http/threads.js';
 import { createLogger } from './log.js';
 import { startNatsServer, type NatsServerProcess } from './nats/embedded.js';
 import { Metrics } from './ops/metrics.js';
-import { collectProcessMetrics, collectThreadBusy, type LoopClock } from './ops/processMetrics.js';
+import { collectLoopAndGc, collectProcessMetrics, collectThreadBusy, type LoopClock } from './ops/processMetrics.js';
 import { Readiness } from './ops/readiness.js';
 import { readersSource } from './readers/source.js';
 import { startScanIngest, type ScanIngest } from './scans/ingest.js';
@@ -51,6 +51,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
   const logger = createLogger(config.LOG_LEVEL, options.logFile);
   const metrics = new Metrics();
   collectProcessMetrics(metrics);
+  const stopLoopAndGc = collectLoopAndGc(metrics, 'main');
   fs.mkdirSync(config.DATA_DIR, { recursive: true });
   const control = await ControlPlane.open(config.DATA_DIR);
   // Generated here once, before any thread may race to create it.
@@ -102,6 +103,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
     await http.stop().catch(() => undefined);
     await ingest?.stop().catch(() => undefined);
     await embedded?.stop();
+    stopLoopAndGc();
     await shards.closeAll();
     await actors.closeAll();
     control.close();
@@ -147,6 +149,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
       services.storageHealth?.close();
       control.close();
       await embedded?.stop();
+      stopLoopAndGc();
       logger.info('stopped');
       logger.flush();
     })());

@@ -8,8 +8,9 @@ import Fastify from 'fastify';
 import type { Principal } from '../../src/auth/authenticator.js';
 import { authenticate, requireScopes } from '../../src/http/steps.js';
 import { openRouteTable } from '../lib/routeTable.js';
+import { specArg } from '../lib/args.js';
 
-const dataDir = process.argv[2];
+const dataDir = specArg();
 const table = await openRouteTable(dataDir);
 const app = Fastify({ logger: false });
 

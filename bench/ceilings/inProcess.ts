@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import { matchGet, openRouteTable } from '../lib/routeTable.js';
 import type { RequestContext, Route } from '../../src/http/route.js';
+import { specArg } from '../lib/args.js';
 
 interface Spec {
   dataDir: string;
@@ -14,7 +15,7 @@ interface Spec {
   durationSeconds: number;
 }
 
-const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8')) as Spec;
+const spec = JSON.parse(fs.readFileSync(specArg(), 'utf8')) as Spec;
 const table = await openRouteTable(spec.dataDir);
 const principal = await table.authenticator.verify(spec.token);
 const prepared: { route: Route; ctx: RequestContext }[] = [];
@@ -27,7 +28,7 @@ for (const p of spec.paths.slice(0, 5000)) {
 // Warm up (statement preparation, JIT), then count calls for the duration.
 const warmUntil = performance.now() + 500;
 while (performance.now() < warmUntil) {
-  const { route, ctx } = prepared[(Math.random() * prepared.length) | 0];
+  const { route, ctx } = prepared[(Math.random() * prepared.length) | 0]!;
   const reply = route.handler(ctx);
   if (reply instanceof Promise) await reply;
 }
@@ -38,7 +39,7 @@ const until = started + spec.durationSeconds * 1000;
 let now = started;
 while (now < until) {
   for (let i = 0; i < 64; i++) {
-    const { route, ctx } = prepared[(Math.random() * prepared.length) | 0];
+    const { route, ctx } = prepared[(Math.random() * prepared.length) | 0]!;
     let reply = route.handler(ctx);
     if (reply instanceof Promise) reply = await reply;
     if (reply.status !== 200) bad++;

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import { connect, headers, nanos } from '@nats-io/transport-node';
 import { AckPolicy, DeliverPolicy, StorageType, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { ScanGenerator, type ScanPlan } from '../lib/scanPlan.js';
+import { specArg } from '../lib/args.js';
 
 interface Spec {
   natsUrl: string;
@@ -15,7 +16,7 @@ interface Spec {
   maxMessages: number;
 }
 
-const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8')) as Spec;
+const spec = JSON.parse(fs.readFileSync(specArg(), 'utf8')) as Spec;
 const nc = await connect({ servers: spec.natsUrl.split(','), name: 'bench-jetstream-ceiling' });
 const jsm = await jetstreamManager(nc);
 const js = jetstream(nc);

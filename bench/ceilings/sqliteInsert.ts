@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { shardMigrations } from '../../migrations/shard/index.js';
 import { migrate, openDatabase } from '../../src/storage/sqlite.js';
+import { specArg } from '../lib/args.js';
 
 interface Spec {
   rows: number;
@@ -16,7 +17,7 @@ interface Spec {
   rowsPerTransaction: number;
 }
 
-const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8')) as Spec;
+const spec = JSON.parse(fs.readFileSync(specArg(), 'utf8')) as Spec;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tdbench-sqlite-'));
 try {
   const file = path.join(dir, 'shard.sqlite');

@@ -60,7 +60,7 @@ export async function loadMasterData(dataDir: string, orgId: number, sizeName: S
         deepBranch.push(id);
       } else {
         const w = wideIds.length;
-        parent = w === 0 ? null : wideIds[Math.floor((w - 1) / WIDE_FANOUT)];
+        parent = w === 0 ? null : wideIds[Math.floor((w - 1) / WIDE_FANOUT)]!;
         wideIds.push(id);
       }
       const created = now - Math.floor(random() * 30 * DAY);
@@ -94,7 +94,7 @@ export async function loadMasterData(dataDir: string, orgId: number, sizeName: S
         const id = assetIds.start + i;
         const created = now - Math.floor(random() * 30 * DAY);
         const name = `${WORDS_A[(random() * WORDS_A.length) | 0]} ${WORDS_B[(random() * WORDS_B.length) | 0]} ${i}`;
-        const metadata = JSON.stringify({ category: WORDS_B[i % WORDS_B.length].toLowerCase(), serial: `SN${(i * 7919) % 1_000_003}` });
+        const metadata = JSON.stringify({ category: WORDS_B[i % WORDS_B.length]!.toLowerCase(), serial: `SN${(i * 7919) % 1_000_003}` });
         insertAsset.run(
           id,
           orgId,

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { ROOT } from './processes.js';
 import type { BenchOptions } from './scenario.js';
 
-const USAGE = `usage: npm run bench -- [--size tiny|small|large] [--only s1,s2] [--runs N] [--duration S] [--warmup S] [--connections N] [--out FILE] [--keep] [--profile] [--generator auto|autocannon]`;
+const USAGE = `usage: npm run bench -- [--size tiny|small|large] [--only s1,s2] [--runs N] [--duration S] [--warmup S] [--connections N] [--out FILE] [--keep] [--profile] [--generator auto|autocannon] [--compare s1,s2]`;
 
 export function parseOptions(argv: string[]): BenchOptions {
   const { values } = parseArgs({
@@ -11,6 +11,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     options: {
       size: { type: 'string', default: 'small' },
       only: { type: 'string', multiple: true },
+      compare: { type: 'string', multiple: true },
       runs: { type: 'string', default: '3' },
       duration: { type: 'string', default: '5' },
       warmup: { type: 'string' },
@@ -39,6 +40,7 @@ export function parseOptions(argv: string[]): BenchOptions {
   return {
     size,
     only: values.only?.flatMap((s) => s.split(',')).filter(Boolean),
+    compare: values.compare?.flatMap((s) => s.split(',')).filter(Boolean),
     runs: Math.floor(positive('runs', values.runs)),
     durationSeconds: duration,
     warmupSeconds: values.warmup === undefined ? Math.min(2, Math.max(1, duration / 4)) : positive('warmup', values.warmup, true),
@@ -49,4 +51,11 @@ export function parseOptions(argv: string[]): BenchOptions {
     generator: values.generator === 'autocannon' ? 'autocannon' : 'auto',
     out: path.resolve(values.out ?? path.join(ROOT, 'bench', 'results', 'latest.json')),
   };
+}
+
+/** The spec file a bench child process is started with (its one argument). */
+export function specArg(): string {
+  const file = process.argv[2];
+  if (file === undefined) throw new Error(`usage: node ${process.argv[1]} SPEC_FILE`);
+  return file;
 }

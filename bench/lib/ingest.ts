@@ -17,7 +17,7 @@ export function publish(
     plan,
     ratePerSecond: options.ratePerSecond ?? 0,
     window: options.window ?? 2_000,
-    probe: options.probeEveryMs === undefined ? undefined : { url: ctx.trackd.url, token: ctx.tokens[0], everyMs: options.probeEveryMs },
+    probe: options.probeEveryMs === undefined ? undefined : { url: ctx.trackd.url, token: ctx.tokens[0]!, everyMs: options.probeEveryMs },
   };
   return runJsonProcess<PublishResult>('lib/publisher.js', [writeSpec(ctx.workDir, 'publish', spec)]);
 }

@@ -52,10 +52,10 @@ export interface LoadResult {
 export function summarize(samples: Float64Array, count: number): LatencySummary {
   if (count === 0) return { p50: 0, p99: 0, max: 0, mean: 0 };
   const sorted = samples.slice(0, count).sort();
-  const at = (q: number) => sorted[Math.min(count - 1, Math.floor(q * count))];
+  const at = (q: number) => sorted[Math.min(count - 1, Math.floor(q * count))]!;
   let sum = 0;
-  for (let i = 0; i < count; i++) sum += sorted[i];
-  return { p50: round(at(0.5)), p99: round(at(0.99)), max: round(sorted[count - 1]), mean: round(sum / count) };
+  for (let i = 0; i < count; i++) sum += sorted[i]!;
+  return { p50: round(at(0.5)), p99: round(at(0.99)), max: round(sorted[count - 1]!), mean: round(sum / count) };
 }
 
 export const round = (x: number, digits = 3): number => Math.round(x * 10 ** digits) / 10 ** digits;

@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { summarize, type LoadResult, type LoadSpec, type RequestTemplate } from './loadSpec.js';
 import { runWrk, wrkAvailable } from './wrk.js';
+import { specArg } from './args.js';
 
 const require = createRequire(import.meta.url);
 const autocannon = require('autocannon') as (opts: Record<string, unknown>) => AutocannonInstance;
@@ -22,9 +23,9 @@ interface AutocannonResult {
   duration: number;
 }
 
-const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8')) as LoadSpec;
+const spec = JSON.parse(fs.readFileSync(specArg(), 'utf8')) as LoadSpec;
 if (spec.generator !== 'autocannon' && wrkAvailable()) {
-  const result = await runWrk(spec, path.dirname(process.argv[2]));
+  const result = await runWrk(spec, path.dirname(specArg()));
   process.stdout.write(`${JSON.stringify({ ...result, generator: 'wrk' })}\n`);
   process.exit(0);
 }
@@ -34,7 +35,7 @@ const table: number[] = [];
 spec.requests.forEach((r, i) => {
   for (let k = 0; k < (r.weight ?? 1); k++) table.push(i);
 });
-const pick = <T>(items: T[]): T => items[(Math.random() * items.length) | 0];
+const pick = <T>(items: T[]): T => items[(Math.random() * items.length) | 0]!;
 let counter = 0;
 const stamp = `${process.pid.toString(36)}${Date.now().toString(36)}`.toUpperCase();
 const fill = (text: string) => (text.includes('{n}') ? text.replaceAll('{n}', `${stamp}-${++counter}`) : text);
@@ -77,7 +78,7 @@ function run(durationSeconds: number, measured: boolean): Promise<AutocannonResu
       connections: spec.connections,
       duration: durationSeconds,
       timeout: 10,
-      requests: [{ setupRequest: () => buildRequest(spec.requests[pick(table)]) }],
+      requests: [{ setupRequest: () => buildRequest(spec.requests[pick(table)]!) }],
     });
     if (measured) instance.on('response', (_client, status, _bytes, ms) => record(status, ms));
     instance.on('done', resolve);

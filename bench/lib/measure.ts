@@ -38,7 +38,7 @@ const path = (ctx: BenchContext) => ctx.trackd.env.DATA_DIR;
 async function threadBusy(url: string): Promise<{ at: number; busy: Map<string, number> }> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const busy = new Map<string, number>();
-  for (const m of text.matchAll(/^trackd_thread_busy_seconds_total\{thread="([^"]+)"\} ([\d.e+-]+)$/gm)) busy.set(m[1], Number(m[2]));
+  for (const m of text.matchAll(/^trackd_thread_busy_seconds_total\{thread="([^"]+)"\} ([\d.e+-]+)$/gm)) busy.set(m[1]!, Number(m[2]));
   return { at: performance.now(), busy };
 }
 
@@ -59,8 +59,8 @@ export async function trackdLoad(
   const busyCores: Record<string, number> = { busy_cores_main: 0, busy_cores_http: 0, busy_cores_shards: 0 };
   for (const [thread, total] of after.busy) {
     const kind = thread === 'main' ? 'busy_cores_main' : thread.startsWith('http-') ? 'busy_cores_http' : 'busy_cores_shards';
-    busyCores[kind] += (total - (before.busy.get(thread) ?? 0)) / seconds;
+    busyCores[kind] = (busyCores[kind] ?? 0) + (total - (before.busy.get(thread) ?? 0)) / seconds;
   }
-  for (const k of Object.keys(busyCores)) busyCores[k] = Math.round(busyCores[k] * 1000) / 1000;
+  for (const k of Object.keys(busyCores)) busyCores[k] = Math.round(busyCores[k]! * 1000) / 1000;
   return { ...figure, busyCores };
 }

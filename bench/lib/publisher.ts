@@ -10,6 +10,7 @@ import { connect, headers } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import { summarize } from './loadSpec.js';
 import { ScanGenerator, type ScanMessage, type ScanPlan } from './scanPlan.js';
+import { specArg } from './args.js';
 
 export interface PublishSpec {
   natsUrl: string;
@@ -31,7 +32,7 @@ export interface PublishResult {
   probes?: { p50: number; p99: number; max: number; mean: number; count: number };
 }
 
-const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8')) as PublishSpec;
+const spec = JSON.parse(fs.readFileSync(specArg(), 'utf8')) as PublishSpec;
 const nc = await connect({ servers: spec.natsUrl.split(','), name: 'bench-publisher' });
 const js = jetstream(nc);
 const generator = new ScanGenerator(spec.plan);
@@ -61,7 +62,7 @@ async function pollProbes(): Promise<void> {
       const seenAt = performance.now();
       const lastSeen = new Map((body.data ?? []).map((row) => [row.asset_id, Date.parse(row.asset_last_seen)]));
       for (let i = outstanding.length - 1; i >= 0; i--) {
-        const p = outstanding[i];
+        const p = outstanding[i]!;
         if ((lastSeen.get(p.asset) ?? 0) >= p.observedAt) {
           probeLatencies.push(seenAt - p.publishedAt);
           outstanding.splice(i, 1);

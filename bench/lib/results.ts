@@ -41,7 +41,7 @@ export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const n = sorted.length;
   if (n === 0) return NaN;
-  return n % 2 === 1 ? sorted[(n - 1) / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  return n % 2 === 1 ? sorted[(n - 1) / 2]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2;
 }
 
 const medianOf = (runs: ScenarioRun[], get: (r: ScenarioRun) => number | undefined): number | undefined => {
@@ -146,8 +146,8 @@ export function table(results: ScenarioResult[], ceilings: Record<string, { rate
     ]);
   }
   const widths = header.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? '').length)));
-  const line = (row: string[]) => `| ${row.map((c, i) => (c ?? '').padEnd(widths[i])).join(' | ')} |`;
-  const out = [line(rows[0]), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.slice(1).map(line)];
+  const line = (row: string[]) => `| ${row.map((c, i) => (c ?? '').padEnd(widths[i] ?? 0)).join(' | ')} |`;
+  const out = [line(rows[0] ?? []), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.slice(1).map(line)];
   const ceilingText = Object.entries(ceilings).map(([name, c]) => `${name}: ${fmt(c.rate)} ${c.unit}`);
   return `${out.join('\n')}\n\nceilings (medians): ${ceilingText.join('; ')}`;
 }

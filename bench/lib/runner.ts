@@ -82,7 +82,7 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
     }
     for (const [name, reason] of unavailable) log(`${name}: ${reason}`);
 
-    const baseline = selected.some((s) => s.kind === 'read' && !unavailable.has(s.name))
+    const baseline = selected.some((s) => s.kind === 'read' && compared(options, s) && !unavailable.has(s.name))
       ? await startServerProcess('baseline/fastify.js', [dataDir])
       : undefined;
     if (baseline) stops.unshift(() => baseline.stop());
@@ -97,7 +97,13 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
       for (const scenario of selected) {
         if (unavailable.has(scenario.name) || failures.has(scenario.name)) continue;
         try {
-          const result = await runScenario(ctx, scenario, fixed.rate, baseline ? `http://127.0.0.1:${baseline.port}` : undefined);
+          const result = await runScenario(
+            ctx,
+            scenario,
+            fixed.rate,
+            baseline ? `http://127.0.0.1:${baseline.port}` : undefined,
+            compared(options, scenario),
+          );
           runs.set(scenario.name, [...(runs.get(scenario.name) ?? []), result]);
           log(
             `run ${run}/${options.runs}: ${scenario.name} ${result.trackd.rate} ${scenario.unit}` +
@@ -110,7 +116,7 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
           log(`${scenario.name} failed: ${(err as Error).message}`);
         }
       }
-      const measured = selected.filter((s) => s.kind === 'read' && runs.has(s.name) && !failures.has(s.name));
+      const measured = selected.filter((s) => s.kind === 'read' && compared(options, s) && runs.has(s.name) && !failures.has(s.name));
       // One restart per distinct environment: the plain read scenarios together, then each with an env of its own.
       await measureSingleThread(
         ctx,
@@ -213,32 +219,36 @@ function profileArgs(options: BenchOptions): string[] {
   return options.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, 'bench', 'results')}`] : [];
 }
 
+/** Whether a scenario gets its comparison figures (`--compare`; the tiny test compares one, to stay short). */
+const compared = (options: BenchOptions, scenario: Scenario) => options.compare === undefined || options.compare.includes(scenario.name);
+
 async function runScenario(
   ctx: BenchContext,
   scenario: Scenario,
   fixedRate: number,
   baselineUrl: string | undefined,
+  compare: boolean,
 ): Promise<ScenarioRun> {
   const ceiling = { name: 'fixed-body', rate: fixedRate };
   if (scenario.kind === 'read' && scenario.env !== undefined) {
     await ctx.restartTrackd(scenario.env);
     try {
-      return await runScenario(ctx, { ...scenario, env: undefined }, fixedRate, baselineUrl);
+      return await runScenario(ctx, { ...scenario, env: undefined }, fixedRate, baselineUrl, compare);
     } finally {
       await ctx.restartTrackd();
     }
   }
   if (scenario.kind === 'read') {
     const paths = scenario.paths(ctx, 2_000);
-    const probe = await ctx.request('GET', paths[0]);
+    const probe = await ctx.request('GET', paths[0]!);
     if (probe.status !== 200)
       throw new Error(`probe GET ${paths[0]} answered ${probe.status}: ${JSON.stringify(probe.json).slice(0, 300)}`);
     const requests: RequestTemplate[] = [{ method: 'GET', paths }];
     const trackd = await trackdLoad(ctx, requests);
     checkStatuses(scenario.name, trackd);
-    const baseline = baselineUrl ? await loadFigure(ctx, baselineUrl, requests) : undefined;
+    const baseline = baselineUrl && compare ? await loadFigure(ctx, baselineUrl, requests) : undefined;
     if (baseline) checkStatuses(`${scenario.name} (fastify)`, baseline);
-    const inProcess = await inProcessRate(ctx, paths);
+    const inProcess = compare ? await inProcessRate(ctx, paths) : undefined;
     return { trackd: strip(trackd), baseline: baseline && strip(baseline), inProcessRate: inProcess, ceiling, extra: trackd.busyCores };
   }
   if (scenario.kind === 'write') {

@@ -1,6 +1,6 @@
 /**
  * Scan workloads, generated inside the publisher process from a few parameters (a backlog of
- * 200,000 messages is not shipped through a spec file). Bodies follow operations.md section 3.
+ * 200,000 messages is not shipped through a spec file). Bodies are scan messages as trackd ingests them.
  */
 import fs from 'node:fs';
 import { rfidValue } from '../dataset/sizes.js';
@@ -59,7 +59,7 @@ export class ScanGenerator {
     for (let a = 0; a < plan.assets.count; a++) {
       const where = saved?.[a] ?? (a + plan.parkedRound) % L;
       this.at[a] = where;
-      this.parked[where].push(a);
+      this.parked[where]!.push(a);
     }
     this.subject = `scans.${plan.orgId}.fixed`;
   }
@@ -83,7 +83,8 @@ export class ScanGenerator {
     if (observedAt < this.lastObserved) observedAt = this.lastObserved;
     this.lastObserved = observedAt;
     const offsets = plan.mode === 'moves' ? this.movesBatch() : this.fieldBatch();
-    const location = plan.mode === 'moves' ? this.at[offsets[0]] : this.fieldLocation;
+    const first = offsets[0]!; // a batch holds at least one read
+    const location = plan.mode === 'moves' ? this.at[first]! : this.fieldLocation;
     const eventId = `${plan.eventPrefix}-${i}`;
     const body = JSON.stringify({
       event_id: eventId,
@@ -92,7 +93,7 @@ export class ScanGenerator {
       reads: offsets.map((a) => ({ tag_type: 'rfid', value: rfidValue(plan.assets.first + a) })),
       reader_id: 'bench',
     });
-    return { subject: this.subject, eventId, body, asset: plan.assets.first + offsets[0], observedAt };
+    return { subject: this.subject, eventId, body, asset: plan.assets.first + first, observedAt };
   }
 
   private readonly moves = this.movesGroups();
@@ -128,20 +129,20 @@ export class ScanGenerator {
     const L = plan.locations.length;
     const where = Math.floor(Math.random() * L);
     this.fieldLocation = where;
-    const here = this.parked[where];
+    const here = this.parked[where]!;
     const batch: number[] = [];
     for (let k = 0; k < plan.readsPerMessage; k++) {
       if (here.length > 0 && Math.random() < 0.95) {
-        batch.push(here[Math.floor(Math.random() * here.length)]);
+        batch.push(here[Math.floor(Math.random() * here.length)]!);
         continue;
       }
       const a = Math.floor(Math.random() * plan.assets.count);
-      const from = this.at[a];
+      const from = this.at[a]!;
       if (from !== where) {
-        const list = this.parked[from];
+        const list = this.parked[from]!;
         const pos = list.indexOf(a);
         if (pos >= 0) {
-          list[pos] = list[list.length - 1];
+          list[pos] = list[list.length - 1]!;
           list.pop();
         }
         here.push(a);

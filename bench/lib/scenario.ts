@@ -17,6 +17,8 @@ export interface BenchOptions {
   /** 'auto': wrk when installed, else autocannon (which takes fractional seconds, for the tiny test). */
   generator: 'auto' | 'autocannon';
   keys: number;
+  /** Read scenarios that also get the fastify, in-process and one-thread figures; undefined: all. */
+  compare: string[] | undefined;
 }
 
 export interface BenchContext {
@@ -102,5 +104,5 @@ export function randomIds(range: { first: number; count: number }, count: number
 }
 
 export function randomOf<T>(items: readonly T[], count: number): T[] {
-  return Array.from({ length: count }, () => items[pickInt(items.length)]);
+  return Array.from({ length: count }, () => items[pickInt(items.length)]!);
 }

@@ -62,7 +62,7 @@ for (let i = 0; i < MESSAGES; i += 500) {
       tag_type: 'rfid',
       value: rfidValue(info.assets.first + ((j * READS + r) % ASSETS)),
     }));
-    const loc = info.scanLocations[j % info.scanLocations.length].external_key;
+    const loc = info.scanLocations[j % info.scanLocations.length]!.external_key;
     const body = JSON.stringify({
       event_id: `drain-${j}`,
       observed_at: new Date(t0 + j).toISOString(),

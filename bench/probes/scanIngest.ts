@@ -31,7 +31,7 @@ const READS = Number(values.reads ?? 50);
 const BATCH = Number(values.batch ?? 40);
 
 function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
 async function openOrg(label: string) {
@@ -70,29 +70,29 @@ function workload(
   moveRate: number,
 ): SourcedScan[] {
   const parkedAt: number[][] = locations.map(() => []);
-  for (let a = 0; a < ASSETS; a++) parkedAt[a % locations.length].push(first + a);
+  for (let a = 0; a < ASSETS; a++) parkedAt[a % locations.length]!.push(first + a);
   const cursors = locations.map(() => 0);
   const out: SourcedScan[] = [];
   const t0 = Date.now() - 86_400_000;
   for (let m = 0; m < messages; m++) {
     const loc = m % locations.length;
-    const here = parkedAt[loc];
+    const here = parkedAt[loc]!;
     const tags: { tagType: string; value: string }[] = [];
     for (let r = 0; r < reads; r++) {
       if (Math.random() < moveRate || here.length === 0) {
-        const from = parkedAt[(loc + 1 + Math.floor(Math.random() * (locations.length - 1))) % locations.length];
+        const from = parkedAt[(loc + 1 + Math.floor(Math.random() * (locations.length - 1))) % locations.length]!;
         if (from.length > 0) {
-          const asset = from.splice(Math.floor(Math.random() * from.length), 1)[0];
+          const asset = from.splice(Math.floor(Math.random() * from.length), 1)[0]!;
           here.push(asset);
           tags.push({ tagType: 'rfid', value: rfidValue(asset) });
           continue;
         }
       }
-      const asset = here[cursors[loc]++ % here.length];
+      const asset = here[cursors[loc]!++ % here.length]!;
       tags.push({ tagType: 'rfid', value: rfidValue(asset) });
     }
     out.push({
-      scan: { orgId, eventId: `ev-${m}`, observedAt: t0 + m * 50, location: { externalKey: locations[loc].external_key }, reads: tags },
+      scan: { orgId, eventId: `ev-${m}`, observedAt: t0 + m * 50, location: { externalKey: locations[loc]!.external_key }, reads: tags },
       stream: 'PROBE',
       seq: m + 1,
     });
@@ -133,7 +133,7 @@ function latency(run: (i: number) => unknown, n = 400) {
   return {
     p50_ms: Number(percentile(times, 50).toFixed(3)),
     p99_ms: Number(percentile(times, 99).toFixed(3)),
-    max_ms: Number(times[times.length - 1].toFixed(3)),
+    max_ms: Number((times[times.length - 1] ?? 0).toFixed(3)),
   };
 }
 
@@ -163,7 +163,7 @@ const result: Record<string, unknown> = { assets: ASSETS, messages: MESSAGES, re
       assetLocationsReport(
         shard,
         org.id,
-        { sort, limit: 50, offset: 0, location_id: [info.scanLocations[i % info.scanLocations.length].id] },
+        { sort, limit: 50, offset: 0, location_id: [info.scanLocations[i % info.scanLocations.length]!.id] },
         now,
       ),
     ),

@@ -43,7 +43,7 @@ const Metadata = Type.Object(
 const INGESTION_ONLY =
   "is read-only: an asset's location is derived from scans that arrive through the fixed-reader pipeline or handheld submission, never from the asset API";
 
-/** Declared so they are read_only on presence (interface 4.4), not unknown_field. */
+/** Declared so they are read_only on presence (server-owned fields sent back), not unknown_field. */
 const LocationFieldsRejected = {
   location_id: Type.Optional(
     Type.Unsafe<unknown>({ readOnly: true, description: `Rejected on presence (read_only): location_id ${INGESTION_ONLY}.` }),

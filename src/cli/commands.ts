@@ -5,7 +5,7 @@ import { scansPublish } from '../scans/publishCommand.js';
 import { CliError, type Command } from './common.js';
 import { keysCreate, keysList, keysRevoke, orgsCreate, orgsList, sessionsCreate } from './orgsAndKeys.js';
 
-/** `trackd <group> <verb>` commands (operations.md section 2); each prints one JSON document. */
+/** `trackd <group> <verb>` commands; each prints one JSON document. */
 export const COMMANDS: Record<string, Command> = {
   'orgs create': orgsCreate,
   'orgs list': orgsList,

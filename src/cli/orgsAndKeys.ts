@@ -36,7 +36,7 @@ function requestedExpiry(flags: CommandContext['flags']): number | null {
     const m = DURATION.exec(inText);
     if (m === null || Number(m[1]) === 0)
       throw new CliError(`--expires-in must look like 30d, 12h, 90m or 3600s, got ${JSON.stringify(inText)}`);
-    return Date.now() + Number(m[1]) * UNIT_MS[m[2]];
+    return Date.now() + Number(m[1]) * UNIT_MS[m[2]!]!;
   }
   if (typeof atText === 'string') {
     const ts = parseTimestamp(atText);

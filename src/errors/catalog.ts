@@ -1,5 +1,5 @@
 /**
- * The error types of interface.md 7.1, plus additive types (interface 9.2): `payload_too_large` (body
+ * The error types of the interface, plus additive types (new error types are additive within v1): `payload_too_large` (body
  * limit), `request_timeout` (body not received in time) and `service_unavailable` (shutting down).
  */
 export const ERROR_TYPES = {

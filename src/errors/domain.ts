@@ -52,8 +52,10 @@ export const unavailable = (detail: string, retryAfterSeconds?: number): DomainE
 
 /** Invalid fields; the detail is the first field's message plus the count of the rest. */
 export function invalid(fields: FieldError[]): DomainError {
+  const [first] = fields;
+  if (first === undefined) throw new Error('invalid() needs at least one field');
   const rest = fields.length - 1;
-  return new DomainError('invalid', rest > 0 ? `${fields[0].message} (and ${rest} more validation errors)` : fields[0].message, fields);
+  return new DomainError('invalid', rest > 0 ? `${first.message} (and ${rest} more validation errors)` : first.message, fields);
 }
 
 /** Throws when any field failed; lets a rule collect every failure first. */

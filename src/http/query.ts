@@ -46,8 +46,8 @@ export const LIST_PARAMETER_NAMES = new Set([
   'to',
 ]);
 
-/** The list parameters every list endpoint takes (interface 4.3). */
-export function pagingParams(sortFields: readonly string[], defaultSort: string): QuerySpec {
+/** The list parameters every list endpoint takes. */
+export function pagingParams(sortFields: readonly string[], defaultSort: string): Record<'limit' | 'offset' | 'sort', QueryParam> {
   return {
     limit: { kind: 'integer', min: 1, max: 200, default: 50, description: 'Page size (default 50, max 200).' },
     offset: { kind: 'integer', min: 0, max: ID_MAX, default: 0, description: 'Rows to skip (default 0).' },
@@ -103,7 +103,7 @@ function parseId(name: string, text: string, errors: FieldError[]): number | und
   return undefined;
 }
 
-/** Validates a path id (interface 7.2: outside 1..2147483647 is 400 validation_error, never 404). */
+/** Validates a path id (outside 1..2147483647 is 400 validation_error, never 404). */
 export function parsePathId(name: string, text: string, errors: FieldError[]): number {
   return parseId(name, text, errors) ?? 0;
 }
@@ -187,7 +187,7 @@ export function parseQuery(raw: string, spec: QuerySpec, errors: FieldError[]): 
   const { params, errors: decodeErrors } = raw === '' ? NO_QUERY : splitQuery(raw);
   if (decodeErrors.length > 0) errors.push(...decodeErrors);
   const values: Record<string, unknown> = {};
-  // interface 4: a list parameter sent to a detail or write endpoint is invalid_context; on a list endpoint,
+  // A list parameter sent to a detail or write endpoint is invalid_context; on a list endpoint,
   // a parameter it does not take (another list's filter) is simply unknown there.
   const isListEndpoint = Object.hasOwn(spec, 'limit');
   for (const [name, texts] of params) {
@@ -206,13 +206,13 @@ export function parseQuery(raw: string, spec: QuerySpec, errors: FieldError[]): 
       }
       values[name] = list;
     } else {
-      // Only the first value of a non-repeatable parameter is honoured (interface 4.3 for q).
-      const v = parseOne(name, param, texts[0], errors);
+      // Only the first value of a non-repeatable parameter is honoured (the rule the interface gives for q).
+      const v = parseOne(name, param, texts[0] ?? '', errors);
       if (v !== undefined) values[name] = v;
     }
   }
   for (const name in spec) {
-    const param = spec[name];
+    const param = spec[name]!; // a key of spec (for-in over own keys: no allocation per request)
     if (values[name] !== undefined) continue;
     if (param.kind === 'integer') values[name] = param.default;
     else if (param.kind === 'sort') values[name] = parseOne(name, param, param.default, []);

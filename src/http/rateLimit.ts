@@ -29,6 +29,9 @@ export function rateLimitBuffers(): { ints: SharedArrayBuffer; starts: SharedArr
  * few dozen instructions, far below any contention that matters at HTTP rates. A slot whose window
  * has ended is reused. Should a window's distinct keys overflow the table, the overflow is counted
  * in a per-thread map (documented limit: budgets then hold per thread for those keys).
+ *
+ * Hand-written: the libraries (rate-limiter-flexible, limiter) keep their windows in one thread's
+ * heap or in Redis; neither shares a budget across worker threads without a round trip.
  */
 export class RateLimiter {
   private readonly ints: Int32Array;
@@ -53,14 +56,15 @@ export class RateLimiter {
       for (let i = 0; i < PROBES; i++) {
         const slot = (home + i) & (SLOTS - 1);
         const at = 1 + slot * INTS_PER_SLOT;
-        const ended = now - this.starts[slot] >= RATE_WINDOW_MS;
+        // Slots are within the typed arrays by construction (masked by SLOTS - 1).
+        const ended = now - this.starts[slot]! >= RATE_WINDOW_MS;
         if (this.ints[at] === a && this.ints[at + 1] === b) {
           if (ended) {
             this.starts[slot] = now;
             this.ints[at + 2] = 0;
           }
-          const count = ++this.ints[at + 2];
-          return { start: this.starts[slot], count };
+          const count = ++this.ints[at + 2]!;
+          return { start: this.starts[slot]!, count };
         }
         if (reusable < 0 && (ended || (this.ints[at] === 0 && this.ints[at + 1] === 0))) reusable = slot;
       }

@@ -7,14 +7,24 @@ import type { QuerySpec } from './query.js';
 
 export type BodyContentType = 'application/json' | 'application/merge-patch+json';
 
+/**
+ * Path ids, checked to lie in 1..2147483647. The router fills exactly the names of the matched
+ * route's path, and a handler reads only its own route's names: those are typed as present.
+ */
+export interface PathParams {
+  asset_id: number;
+  location_id: number;
+  tag_id: number;
+  [name: string]: number | undefined;
+}
+
 export interface RequestContext {
   requestId: string;
   /** The request's one clock reading (epoch ms): the temporal rule and every other "now" of its handler. */
   now: number;
   method: Method;
   path: string;
-  /** Path ids, already checked to lie in 1..2147483647. */
-  params: Record<string, number>;
+  params: PathParams;
   /** Query values parsed by the route's QuerySpec (defaults filled in). */
   query: Record<string, unknown>;
   /** The parsed JSON body (an object, schema-validated) for routes that declare one. */
@@ -73,7 +83,7 @@ export interface Route {
      */
     resolve?: (
       body: Record<string, unknown>,
-      scope: { shard: Shard; orgId: number; params: Record<string, number> },
+      scope: { shard: Shard; orgId: number; params: PathParams },
       failed: Set<string>,
     ) => FieldError[];
   };

@@ -13,7 +13,14 @@ export interface Match<T> {
 
 const newNode = <T>(): Node<T> => ({ literal: new Map(), param: undefined, methods: new Map() });
 
-/** A segment trie over OpenAPI-style paths (`/api/v1/assets/{asset_id}`); literal segments win over parameters. */
+/**
+ * A segment trie over OpenAPI-style paths (`/api/v1/assets/{asset_id}`); literal segments win over parameters.
+ *
+ * Hand-written rather than uWS's own routing or find-my-way: the contract needs one answer for a
+ * path that exists under another method (405 with `Allow`) and for one that does not (404), each in
+ * the error envelope, and the route pattern for logs and metrics labels; uWS only matches or falls
+ * through, and this trie is about sixty lines with no dependency on the hot path.
+ */
 export class Router<T> {
   private readonly root: Node<T> = newNode();
 
@@ -22,8 +29,9 @@ export class Router<T> {
     for (const segment of path.split('/').slice(1)) {
       const param = /^\{(\w+)\}$/.exec(segment);
       if (param) {
-        if (node.param && node.param.name !== param[1]) throw new Error(`conflicting parameter names at ${path}`);
-        node.param ??= { name: param[1], node: newNode() };
+        const name = param[1]!; // the group is not optional
+        if (node.param && node.param.name !== name) throw new Error(`conflicting parameter names at ${path}`);
+        node.param ??= { name, node: newNode() };
         node = node.param.node;
       } else {
         let next = node.literal.get(segment);

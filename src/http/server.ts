@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
 import { monotonicFactory } from 'ulid';
 import { ApiError, type FieldError } from '../errors/catalog.js';
@@ -43,25 +44,13 @@ export const MAX_BODY_BYTES = 1024 * 1024;
  */
 export const BODY_READ_TIMEOUT_MS = 5000;
 
-const STATUS_TEXT: Record<number, string> = {
-  200: '200 OK',
-  201: '201 Created',
-  204: '204 No Content',
-  301: '301 Moved Permanently',
-  400: '400 Bad Request',
-  401: '401 Unauthorized',
-  403: '403 Forbidden',
-  404: '404 Not Found',
-  405: '405 Method Not Allowed',
-  408: '408 Request Timeout',
-  409: '409 Conflict',
-  413: '413 Payload Too Large',
-  415: '415 Unsupported Media Type',
-  422: '422 Unprocessable Entity',
-  429: '429 Too Many Requests',
-  500: '500 Internal Server Error',
-  503: '503 Service Unavailable',
-};
+/**
+ * Status lines from Node's STATUS_CODES, joined once at load: a request pays one property lookup,
+ * as it did with the hand-written table this replaced.
+ */
+const STATUS_TEXT: Record<number, string> = Object.fromEntries(
+  Object.entries(STATUS_CODES).map(([code, reason]) => [code, `${code} ${reason}`]),
+);
 
 // Math.random, not the default webcrypto PRNG (16 one-byte getRandomValues calls per new millisecond):
 // request ids need uniqueness, not secrecy, and the default cost 15% of an asset read (bench profile).
@@ -73,7 +62,7 @@ interface Pending {
   done: boolean;
   method: string;
   path: string;
-  /** Public surface (under /api/, and the bare OpenAPI redirects of interface 1.3): rate limited, X-RateLimit-* headers. */
+  /** Public surface (under /api/, and the bare OpenAPI document redirects): rate limited, X-RateLimit-* headers. */
   isApi: boolean;
   requestId: string;
   rate: RateWindow | undefined;
@@ -261,7 +250,7 @@ export class HttpServer {
         await validateBody(compiled, body, errors, this.clock.now(), { shard, orgId: principal?.orgId, params });
       }
       if (errors.length > 0) throw ApiError.validation(errors);
-      const cachedId = route.cacheable === undefined ? 0 : params[compiled.paramNames[0]];
+      const cachedId = route.cacheable === undefined ? 0 : (params[compiled.paramNames[0] ?? ''] ?? 0);
       const cached =
         principal === undefined ? undefined : cacheLookup(route, shard, this.options.responseCacheBytes, principal.orgId, cachedId);
       if (cached !== undefined && 'hit' in cached) return this.send(p, { status: 200, text: cached.hit }, isHead);
@@ -367,7 +356,7 @@ export class HttpServer {
         res.writeHeader('X-RateLimit-Remaining', String(this.limiter.remaining(p.rate)));
         res.writeHeader('X-RateLimit-Reset', String(this.limiter.resetSeconds(p.rate, this.clock.now())));
       }
-      if (reply.headers !== undefined) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]);
+      if (reply.headers !== undefined) for (const [name, value] of Object.entries(reply.headers)) res.writeHeader(name, value);
       if (text === undefined) {
         // 204 has no body by definition; anything else without one (301) says so with Content-Length: 0.
         if (reply.status === 204 || isHead) res.endWithoutBody(reply.status === 204 ? undefined : 0, closeConnection);

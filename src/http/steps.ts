@@ -14,7 +14,7 @@ import { findDuplicateKey, hasLoneSurrogate } from '../wire/json.js';
 import { parsePathId, parseQuery } from './query.js';
 import type { RateLimiter, RateWindow } from './rateLimit.js';
 import { ResponseCache } from './responseCache.js';
-import type { Reply, RequestContext, Route } from './route.js';
+import type { PathParams, Reply, RequestContext, Route } from './route.js';
 import type { Router, Method } from './router.js';
 import { compileValidator, type BodyValidator } from '../wire/validation.js';
 
@@ -32,7 +32,7 @@ export function compileRoute(route: Route): CompiledRoute {
   return {
     route,
     validateBody: route.body ? compileValidator(route.body.schema) : undefined,
-    paramNames: [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]),
+    paramNames: [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!),
     metricRoute: route.path,
   };
 }
@@ -118,9 +118,9 @@ export function parseInputs(
   rawQuery: string,
   isApi: boolean,
   errors: FieldError[],
-): { params: Record<string, number>; query: Record<string, unknown> } {
-  const params: Record<string, number> = {};
-  for (const name of compiled.paramNames) params[name] = parsePathId(name, rawParams[name], errors);
+): { params: PathParams; query: Record<string, unknown> } {
+  const params = {} as PathParams;
+  for (const name of compiled.paramNames) params[name] = parsePathId(name, rawParams[name] ?? '', errors);
   const query = isApi ? parseQuery(rawQuery, compiled.route.query ?? {}, errors) : {};
   return { params, query };
 }
@@ -128,7 +128,7 @@ export function parseInputs(
 /** Step 7a, the body's media type: 415 unless it is the route's. */
 export function checkMediaType(route: Route, contentType: string): void {
   if (route.body === undefined) return;
-  const mediaType = contentType.split(';')[0].trim().toLowerCase();
+  const mediaType = (contentType.split(';')[0] ?? '').trim().toLowerCase();
   if (mediaType === route.body.contentType) return;
   throw new ApiError(
     'unsupported_media_type',
@@ -173,7 +173,7 @@ export async function validateBody(
   body: Record<string, unknown>,
   errors: FieldError[],
   now: number,
-  scope: { shard: Shard | Promise<Shard> | undefined; orgId: number | undefined; params: Record<string, number> },
+  scope: { shard: Shard | Promise<Shard> | undefined; orgId: number | undefined; params: PathParams },
 ): Promise<void> {
   const route = compiled.route;
   if (route.body === undefined) return;

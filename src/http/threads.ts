@@ -73,17 +73,23 @@ export class HttpThreads {
    * fails), so for PORT=0 a free port is chosen here first and bound explicitly, retried should
    * another process take it in between.
    */
+  private firstThread(): Thread {
+    const [first] = this.threads;
+    if (first === undefined) throw new Error('no HTTP thread started');
+    return first;
+  }
+
   private async listenFirst(): Promise<number> {
     if (this.config.PORT !== 0) {
       // uWS listens with SO_REUSEPORT (so that the threads share the port), which would also let a
       // second trackd join a port already served and split the clients between two services. A plain
       // bind first, without that option, fails on any port another process is listening on.
       await assertPortFree(this.config.HOST, this.config.PORT);
-      return this.listen(this.threads[0], this.config.PORT);
+      return this.listen(this.firstThread(), this.config.PORT);
     }
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.listen(this.threads[0], await freePort(this.config.HOST));
+        return await this.listen(this.firstThread(), await freePort(this.config.HOST));
       } catch (err) {
         if (attempt >= 5) throw err;
       }

@@ -10,7 +10,7 @@ import type { Config } from '../config.js';
 import { ControlPlane } from '../control/controlPlane.js';
 import { createLogger } from '../log.js';
 import { Metrics, type MetricsSnapshot } from '../ops/metrics.js';
-import { collectProcessMetrics } from '../ops/processMetrics.js';
+import { collectLoopAndGc, collectProcessMetrics } from '../ops/processMetrics.js';
 import { Readiness } from '../ops/readiness.js';
 import type { Services } from '../services.js';
 import { ShardGenerations } from '../shards/generations.js';
@@ -53,6 +53,7 @@ const { config } = data;
 const logger = createLogger(config.LOG_LEVEL, data.logFile).child({ thread: `http-${data.thread}` });
 const metrics = new Metrics();
 collectProcessMetrics(metrics, { wholeProcess: false });
+const stopLoopAndGc = collectLoopAndGc(metrics, `http-${data.thread}`);
 
 /** Requests to the main thread awaiting its answer, by request number. */
 const waiting = new Map<number, (message: ToHttpWorker) => void>();
@@ -116,6 +117,7 @@ try {
           authenticator.close();
           services.storageHealth?.close();
           control.close();
+          stopLoopAndGc();
           logger.flush();
           post({ type: 'stopped' });
         })();

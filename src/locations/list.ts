@@ -8,7 +8,7 @@ import { toView } from './view.js';
 
 const SORT_COLUMNS = { external_key: 'l.external_key', name: 'l.name', created_at: 'l.created_at' };
 
-/** GET /api/v1/locations (interface 4.3): the shared filters plus the paired parent filters. */
+/** GET /api/v1/locations: the shared list filters plus the paired parent filters. */
 export function listLocations(shard: Shard, orgId: number, query: Record<string, unknown>, now: number): Page<LocationView> {
   const parentIds = query.parent_id as number[] | undefined;
   const parentKeys = query.parent_external_key as string[] | undefined;

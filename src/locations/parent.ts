@@ -3,8 +3,10 @@ import { fieldError, type FieldError } from '../errors/catalog.js';
 import { MAX_DEPTH, type LocationRow, type LocationStatements } from './store.js';
 
 /**
- * Parent rules 1 to 4 of interface 4.5. A body names the parent by `parent_id`, by
- * `parent_external_key`, or by both (then they must agree); null on either means root.
+ * The parent rules of a location write: a body names the parent by `parent_id`, by
+ * `parent_external_key`, or by both (then they must agree, else ambiguous_fields); null on either
+ * means root; a missing or deleted parent is fk_not_found on the form sent; a parent inside the
+ * location's own subtree is a 409 cycle.
  */
 
 type Side =
@@ -54,13 +56,13 @@ export function resolveParent(
   const fields = (['parent_id', 'parent_external_key'] as const).filter((f) => Object.hasOwn(body, f));
   if (fields.length === 0) return { change: false };
   const sides = fields.map((f) => resolveSide(stmts, orgId, f, body[f], current));
-  if (sides.length === 1) {
-    const [side] = sides;
-    if (side.resolved) return { change: true, parentId: side.target };
-    errors.push(notFound(side, body[side.field]));
+  const [byId, byKey] = sides;
+  if (byId === undefined) return { change: false };
+  if (byKey === undefined) {
+    if (byId.resolved) return { change: true, parentId: byId.target };
+    errors.push(notFound(byId, body[byId.field]));
     return { change: false };
   }
-  const [byId, byKey] = sides;
   if (byId.resolved && byKey.resolved && byId.target === byKey.target) return { change: true, parentId: byId.target };
   for (const side of sides) {
     if (!side.resolved) errors.push(notFound(side, body[side.field]));

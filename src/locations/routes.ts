@@ -43,7 +43,7 @@ function requireLive(ctx: RequestContext): number {
 const treeRoute = (name: 'ancestors' | 'children' | 'descendants', summary: string, run: typeof descendants): Route => ({
   method: 'GET',
   path: `${ITEM}/${name}`,
-  operationId: `listLocation${name[0].toUpperCase()}${name.slice(1)}`,
+  operationId: `listLocation${name.charAt(0).toUpperCase()}${name.slice(1)}`,
   summary,
   tag: 'Locations',
   scopes: READ,

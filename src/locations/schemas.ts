@@ -20,7 +20,7 @@ import {
   Timestamp,
 } from '../masterdata/fields.js';
 
-/** LocationView (interface 2.3): every field always present; no metadata, no path or depth. */
+/** LocationView: every field always present; no metadata, no path or depth. */
 export const LocationView = Type.Object(
   {
     id: Type.Integer({ format: 'int64' }),
@@ -51,7 +51,7 @@ const optionalWritable = {
   valid_to: Type.Optional(NullableTimestamp),
 };
 
-/** POST body. `metadata` is not declared, so it is unknown_field like any undeclared key (interface 2.3). */
+/** POST body. `metadata` is not declared, so it is unknown_field like any undeclared key (locations carry no metadata). */
 export const CreateLocationBody = Type.Object(
   {
     external_key: Type.Optional(ExternalKey),
@@ -106,8 +106,9 @@ export const createErrors = (body: Record<string, unknown>, now: number): FieldE
 export const patchErrors = (body: Record<string, unknown>): FieldError[] => bodyWindowErrors(body);
 
 /** The tree endpoints page with limit/offset in a fixed order; `sort` is refused. */
+const { limit, offset } = pagingParams([], '');
 export const treeQuery: QuerySpec = {
-  limit: pagingParams([], '').limit,
-  offset: pagingParams([], '').offset,
+  limit,
+  offset,
   sort: { kind: 'reject', message: 'sort parameter not supported on this endpoint' },
 };

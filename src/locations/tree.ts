@@ -5,7 +5,7 @@ import { MAX_DEPTH, type LocationRow, type LocationStatements, type TreeNode } f
 import { toView } from './view.js';
 
 /**
- * The tree endpoints (interface 4.5). Each lists rows in a fixed order with the default list scope
+ * The tree endpoints (ancestors, children, descendants). Each lists rows in a fixed order with the default list scope
  * (live and currently effective). The walk itself goes through every live node, so a location that is
  * not currently effective is hidden without hiding the live locations below it.
  */
@@ -66,7 +66,7 @@ export function preorder(rootId: number, nodes: TreeNode[]): TreeNode[] {
     const n = stack.pop()!;
     out.push(n);
     const list = kids.get(n.id);
-    if (list !== undefined) for (let i = list.length - 1; i >= 0; i--) stack.push(list[i]);
+    if (list !== undefined) for (let i = list.length - 1; i >= 0; i--) stack.push(list[i]!);
   }
   return out;
 }

@@ -2,7 +2,7 @@ import { masterView } from '../masterdata/view.js';
 import type { LocationView } from './schemas.js';
 import type { LocationRow } from './store.js';
 
-/** LocationView in the field order of interface 2.3. */
+/** LocationView in the field order the interface publishes. */
 export function toView(row: LocationRow): LocationView {
   const { id, external_key, name, description, ...rest } = masterView(row);
   return {

@@ -5,7 +5,7 @@ import { NullableTimestamp, RequiredTimestamp, TagView } from './fields.js';
 import { requestTime } from './rules.js';
 
 /**
- * The read-only fields a PATCH body may echo (interface 4.7 rule 5): spread into a PATCH schema so a
+ * The read-only fields a PATCH body may echo unchanged: spread into a PATCH schema so a
  * verbatim GET-to-PATCH echo validates; `takeReadOnlyEchoes` then judges them against the row.
  */
 export const ReadOnlyEchoProperties = {

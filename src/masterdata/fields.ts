@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
-/** Schema fragments shared by assets, locations and tags (interface.md 2.1 to 2.4, 2.8). */
+/** Schema fragments shared by assets, locations and tags (keys, effective windows, tags, timestamps). */
 
 /** An OpenAPI 3.0 nullable schema (`nullable: true`, never a type array); ajv understands it too. */
 export const Nullable = <T extends TSchema>(schema: T) => Type.Unsafe<Static<T> | null>({ ...schema, nullable: true });
@@ -68,7 +68,7 @@ export type TagView = Static<typeof TagView>;
 /** The OpenAPI component name a schema is published under (`x-component`), if any. */
 const componentOf = (schema: TSchema): string | undefined => (schema as { 'x-component'?: string })['x-component'];
 
-/** List envelope of interface 4.3; published as `<Item>List` when its item is a named component. */
+/** The list envelope (data, limit, offset, total_count); published as `<Item>List` when its item is a named component. */
 export const ListEnvelope = <T extends TSchema>(item: T) =>
   Type.Object(
     {

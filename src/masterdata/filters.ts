@@ -8,7 +8,7 @@ import { tagsJsonColumn, type TagOwner } from './tags.js';
 import { masterColumns, type MasterRow } from './view.js';
 import { shardState } from '../shards/state.js';
 
-/** The list parameters shared by GET /assets and GET /locations (interface 4.3). */
+/** The list parameters shared by GET /assets and GET /locations. */
 export function masterListParams(sortFields: readonly string[], defaultSort: string): QuerySpec {
   return {
     ...pagingParams(sortFields, defaultSort),

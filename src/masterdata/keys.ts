@@ -2,7 +2,7 @@ import type { ShardWriter } from '../shards/writer.js';
 import { StatementCache } from '../storage/sqlite.js';
 import { shardState } from '../shards/state.js';
 
-/** Master-data tables that carry an external_key (interface 2.1). */
+/** Master-data tables that carry an external_key. */
 export type KeyedTable = 'assets' | 'locations';
 
 export const KEY_PREFIX: Record<KeyedTable, string> = { assets: 'ASSET', locations: 'LOC' };

@@ -39,7 +39,12 @@ export function runList<Row>(
   const total = options.count ? options.count(compute) : compute();
   if (options.offset >= total) return { rows: [], total };
   const page = (options.pageBase?.(total) ?? base).clone().select(options.select);
-  for (const term of options.sort) page.orderBy(options.columns[term.field], term.desc ? 'desc' : 'asc');
+  for (const term of options.sort) {
+    const column = options.columns[term.field];
+    // The sort parser admits only the route's sort fields, each of which has a column.
+    if (column === undefined) throw new Error(`no column for sort field ${term.field}`);
+    page.orderBy(column, term.desc ? 'desc' : 'asc');
+  }
   page.orderBy(options.idColumn, 'asc').limit(options.limit).offset(options.offset);
   const native = page.toSQL().toNative();
   const rows = statements.get(native.sql).all(...(native.bindings as unknown[])) as Row[];

@@ -41,7 +41,7 @@ export function liveRowForWrite(shard: ShardWriter, table: KeyedTable, orgId: nu
 }
 
 /**
- * Renames a live row (interface 4.4/4.5 rename): the same key is a no-op (updated_at unchanged);
+ * Renames a live row's external_key: the same key is a no-op (updated_at unchanged);
  * a key held by another live row is 409. Writer side, inside a shard command. Returns whether it changed.
  */
 export function renameRow(shard: ShardWriter, table: KeyedTable, orgId: number, id: number, newKey: string, now: number): boolean {

@@ -10,7 +10,7 @@ export function requestTime(value: unknown): number | null | undefined {
   return parseTimestamp(value as string)!.ms;
 }
 
-/** Effective window rule (interface 2.2): valid_to must be later than valid_from. */
+/** Effective window rule: valid_to must be later than valid_from. */
 export function checkValidityWindow(validFrom: number, validTo: number | null, errors: FieldError[]): void {
   if (validTo !== null && validTo <= validFrom) {
     errors.push(fieldError('valid_to', 'invalid_value', 'valid_to must be later than valid_from'));

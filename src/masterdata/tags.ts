@@ -30,7 +30,7 @@ export const TagRequest = Type.Object(
   },
 );
 
-/** The `tag_type` rule of interface 2.4 for a request tag at `prefix` (`''` or `tags[0].`). */
+/** The `tag_type` rule for a request tag at `prefix` (`''` or `tags[0].`). */
 export function tagTypeErrors(tag: unknown, prefix = ''): FieldError[] {
   if (tag === null || typeof tag !== 'object' || Array.isArray(tag)) return [];
   const value = (tag as Record<string, unknown>).tag_type;
@@ -138,7 +138,7 @@ const attachCommand = shardCommand(
   (shard, { orgId, owner, ownerId, tag }: OwnerArgs & { tag: TagRequestBody }): TagView =>
     shard.writer.transaction(() => {
       if (!ownerIsLive(shard, owner, orgId, ownerId)) throw notFoundError(`${owner.noun} ${ownerId} not found`);
-      return insertTags(shard, orgId, owner, ownerId, [tag], shard.now)[0];
+      return insertTags(shard, orgId, owner, ownerId, [tag], shard.now)[0]!; // one tag in, one view out
     })(),
   ({ owner, ownerId }) => ownerRow(owner, ownerId),
 );
@@ -163,7 +163,7 @@ export function detachTag(shard: Shard, orgId: number, owner: TagOwner, ownerId:
   return shard.send(detachCommand, { orgId, owner, ownerId, tagId });
 }
 
-const capitalized = (s: string) => s[0].toUpperCase() + s.slice(1);
+const capitalized = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
 /**
  * The tags sub-resource of an owner: POST `{collection}/{id}/tags` (201 + Location) and
@@ -171,7 +171,7 @@ const capitalized = (s: string) => s[0].toUpperCase() + s.slice(1);
  */
 export function tagRoutes(
   owner: TagOwner,
-  options: { collectionPath: string; idParam: string; openApiTag: string; scopes: string[] },
+  options: { collectionPath: string; idParam: 'asset_id' | 'location_id'; openApiTag: string; scopes: string[] },
 ): Route[] {
   const base = `${options.collectionPath}/{${options.idParam}}/tags`;
   const noun = capitalized(owner.noun);

@@ -28,7 +28,7 @@ function literalUnion(members: Json[]): Json | undefined {
 /** Where named schemas (`x-component`) are published while a document is built, and on which side they are used. */
 interface Publishing {
   components: Map<string, Json>;
-  /** Response side: the published form does not refuse additive fields (interface 9.2). */
+  /** Response side: the published form does not refuse additive fields (responses may gain fields within v1). */
   response: boolean;
 }
 
@@ -84,7 +84,7 @@ function convert(node: unknown, publishing?: Publishing): unknown {
 }
 
 /**
- * Response shapes may gain fields within v1 (interface 9.2), so the document never tells clients to refuse
+ * Response shapes may gain fields within v1, so the document never tells clients to refuse
  * unknown response properties; request bodies keep `additionalProperties: false` (unknown_field).
  */
 function openResponseSchema(node: unknown): Json {

@@ -1,3 +1,4 @@
+import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import type { Metrics } from './metrics.js';
 
 /** Process memory on every scrape: RSS beside the V8 heap tells a leak from a growing page cache. */
@@ -33,4 +34,51 @@ export function collectThreadBusy(metrics: Metrics, threads: () => [string, Loop
         clock.eventLoopUtilization().active / 1000;
     }
   });
+}
+
+const GC_KINDS: Record<number, string> = {
+  [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
+  [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+  [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
+};
+
+/**
+ * Event-loop lag and garbage collection of one thread under prom-client's standard names
+ * (`nodejs_eventloop_lag_*_seconds`, `nodejs_gc_duration_seconds{kind}`), so existing Node dashboards
+ * read them. Lag is per thread (a `thread` label: one busy thread must not hide behind idle ones) and
+ * covers the time since the previous scrape; GC durations sum over threads like every histogram.
+ * Returns the function that stops both observers.
+ */
+export function collectLoopAndGc(metrics: Metrics, thread: string): () => void {
+  const resolutionMs = 10;
+  const lag = monitorEventLoopDelay({ resolution: resolutionMs });
+  lag.enable();
+  const gc = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const kind = GC_KINDS[(entry as { detail?: { kind?: number } }).detail?.kind ?? -1] ?? 'other';
+      metrics.observe('nodejs_gc_duration_seconds', 'Garbage collection pauses by kind', { kind }, entry.duration / 1000);
+    }
+  });
+  gc.observe({ entryTypes: ['gc'] });
+  metrics.onCollect(() => {
+    // The histogram holds the nanoseconds between samples, the sampling interval included: lag is what
+    // exceeds it. NaN (no sample yet) would be invalid Prometheus text.
+    const seconds = (ns: number) => (Number.isFinite(ns) ? Math.max(0, ns / 1e9 - resolutionMs / 1000) : 0);
+    const labels = { thread };
+    metrics.set('nodejs_eventloop_lag_mean_seconds', 'Mean event-loop delay since the last scrape', labels, seconds(lag.mean));
+    metrics.set('nodejs_eventloop_lag_p50_seconds', 'Median event-loop delay since the last scrape', labels, seconds(lag.percentile(50)));
+    metrics.set(
+      'nodejs_eventloop_lag_p99_seconds',
+      '99th percentile event-loop delay since the last scrape',
+      labels,
+      seconds(lag.percentile(99)),
+    );
+    metrics.set('nodejs_eventloop_lag_max_seconds', 'Longest event-loop delay since the last scrape', labels, seconds(lag.max));
+    lag.reset();
+  });
+  return () => {
+    lag.disable();
+    gc.disconnect();
+  };
 }

@@ -50,5 +50,5 @@ export function opsRoutes(services: Services, apiRoutes: () => Route[]): Route[]
   ];
 }
 
-/** The benchmarks' fixed-body ceiling (operations.md 5): a constant JSON body through the same server, port and plumbing. */
+/** The benchmarks' fixed-body ceiling (the ceiling every read scenario is compared with): a constant JSON body through the same server, port and plumbing. */
 const BENCH_FIXED_BODY = { data: { id: 1, external_key: 'BENCH-FIXED', name: 'Fixed body', is_active: true } };

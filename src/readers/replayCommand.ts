@@ -82,7 +82,7 @@ async function publishAll(client: MqttClient, messages: ReaderMessage[], rate: n
       if (wait > 0) await sleep(wait);
     }
     if (!client.connected) throw lostError();
-    const p: Promise<unknown> = client.publishAsync(messages[i].topic, messages[i].payload, { qos: 1 }).then(() => {
+    const p: Promise<unknown> = client.publishAsync(messages[i]!.topic, messages[i]!.payload, { qos: 1 }).then(() => {
       acknowledged++;
       inFlight.delete(p);
     });

@@ -7,8 +7,10 @@ const ORG_TOKEN = /^[1-9]\d{0,9}$/;
 
 function parseSubject(subject: string): { orgToken: string; format: string; readerName: string } | undefined {
   const tokens = subject.split('.');
-  if (tokens.length !== 4 || tokens[0] !== 'readers') return undefined;
-  return { orgToken: tokens[1], format: tokens[2], readerName: tokens[3] };
+  const [prefix, orgToken, format, readerName] = tokens;
+  if (tokens.length !== 4 || prefix !== 'readers' || orgToken === undefined || format === undefined || readerName === undefined)
+    return undefined;
+  return { orgToken, format, readerName };
 }
 
 /**

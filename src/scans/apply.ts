@@ -1,4 +1,3 @@
-import type Database from 'better-sqlite3';
 import { TAG_TYPES } from '../masterdata/fields.js';
 import { shardCommand } from '../shards/commands.js';
 import type { Shard } from '../shards/shard.js';
@@ -59,6 +58,54 @@ const MAX_POSITIONS = 1_000_000;
 const UNKNOWN = 0;
 const LOCATION_TAG = -1;
 
+/** The statements of the scan writer, prepared once on the shard's writer connection. */
+function prepareStatements(db: Db) {
+  const p = (sql: string) => db.prepare(sql);
+  return {
+    epoch: p('SELECT epoch, additions FROM scan_resolution_epoch WHERE id = 1'),
+    // One statement resolves every uncached tag of a batch (per org and tag type): a statement per
+    // tag cost as much as the rest of a first-seen read.
+    tags: p(`SELECT t.value, t.asset_id, t.location_id, a.deleted_at AS asset_deleted_at FROM tags t LEFT JOIN assets a ON a.id = t.asset_id
+             WHERE t.org_id = ? AND t.tag_type = ? AND t.value IN (SELECT value FROM json_each(?)) AND t.deleted_at IS NULL`),
+    locationById: p('SELECT id FROM locations WHERE id = ? AND org_id = ? AND deleted_at IS NULL').pluck(),
+    locationByKey: p('SELECT id FROM locations WHERE org_id = ? AND external_key = ? AND deleted_at IS NULL').pluck(),
+    locationByTag: p(`SELECT l.id FROM tags t JOIN locations l ON l.id = t.location_id
+                      WHERE t.org_id = ? AND t.tag_type = ? AND t.value = ? AND t.deleted_at IS NULL AND l.deleted_at IS NULL`).pluck(),
+    // The IN list lets SQLite probe the (org_id, tag_type, value) index once per tag type.
+    locationByTagValue: p(`SELECT l.id FROM tags t JOIN locations l ON l.id = t.location_id
+                           WHERE t.org_id = ? AND t.tag_type IN (${TAG_TYPES.map((type) => `'${type}'`).join(', ')}) AND t.value = ?
+                             AND t.deleted_at IS NULL AND l.deleted_at IS NULL ORDER BY l.id LIMIT 1`).pluck(),
+    event: p('INSERT OR IGNORE INTO scan_events (org_id, event_id, seen_at) VALUES (?, ?, ?)'),
+    pruneEvents: p('DELETE FROM scan_events WHERE seen_at < ?'),
+    position: p(
+      'SELECT asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count FROM scan_positions WHERE asset_id = ?',
+    ),
+    positions: p(`SELECT asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count FROM scan_positions
+                  WHERE asset_id IN (SELECT value FROM json_each(?))`),
+    insertPosition:
+      p(`INSERT INTO scan_positions (asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count,
+                         asset_deleted_at, asset_valid_from, asset_valid_to)
+                       SELECT ?, ?, ?, ?, ?, ?, ?, a.deleted_at, a.valid_from, a.valid_to FROM assets a WHERE a.id = ?`),
+    updatePosition: p(`UPDATE scan_positions SET location_id = ?, last_seen_at = ?, visit_id = ?, visit_started_at = ?, visit_read_count = ?
+                       WHERE asset_id = ?`),
+    insertVisit: p(
+      'INSERT INTO scan_history (asset_id, event_observed_at, id, location_id, last_seen_at, read_count) VALUES (?, ?, ?, ?, ?, ?)',
+    ),
+    closeVisit: p('UPDATE scan_history SET last_seen_at = ?, read_count = ? WHERE asset_id = ? AND event_observed_at = ? AND id = ?'),
+    visitBefore: p(`SELECT asset_id, event_observed_at, id, location_id, last_seen_at, read_count FROM scan_history
+                    WHERE asset_id = ? AND event_observed_at <= ? ORDER BY event_observed_at DESC, id DESC LIMIT 1`),
+    extendVisit: p(
+      'UPDATE scan_history SET last_seen_at = max(last_seen_at, ?), read_count = read_count + 1 WHERE asset_id = ? AND event_observed_at = ? AND id = ?',
+    ),
+    appliedSeq: p('SELECT applied_seq FROM scan_ingest_state WHERE stream = ?').pluck(),
+    streamIdentity: p('SELECT stream_created FROM scan_ingest_state WHERE stream = ?').pluck(),
+    saveApplied: p(`INSERT INTO scan_ingest_state (stream, stream_created, applied_seq) VALUES (?, ?, ?)
+                    ON CONFLICT (stream) DO UPDATE SET applied_seq = excluded.applied_seq`),
+    bindStream: p(`INSERT INTO scan_ingest_state (stream, stream_created, applied_seq) VALUES (?, ?, 0)
+                   ON CONFLICT (stream) DO UPDATE SET stream_created = excluded.stream_created, applied_seq = 0`),
+  };
+}
+
 /**
  * A shard's scan state: prepared statements on the writer, the positions (current location and
  * open visit of each scanned asset) kept in memory, and caches that resolve tags and locations.
@@ -77,54 +124,10 @@ class ScanStore {
   private batchStartedAt = 0;
   private additions = -1;
   private nextHistoryId: number;
-  private readonly s: Record<string, Database.Statement>;
+  private readonly s: ReturnType<typeof prepareStatements>;
 
   constructor(private readonly db: Db) {
-    const p = (sql: string) => db.prepare(sql);
-    this.s = {
-      epoch: p('SELECT epoch, additions FROM scan_resolution_epoch WHERE id = 1'),
-      // One statement resolves every uncached tag of a batch (per org and tag type): a statement per
-      // tag cost as much as the rest of a first-seen read.
-      tags: p(`SELECT t.value, t.asset_id, t.location_id, a.deleted_at AS asset_deleted_at FROM tags t LEFT JOIN assets a ON a.id = t.asset_id
-               WHERE t.org_id = ? AND t.tag_type = ? AND t.value IN (SELECT value FROM json_each(?)) AND t.deleted_at IS NULL`),
-      locationById: p('SELECT id FROM locations WHERE id = ? AND org_id = ? AND deleted_at IS NULL').pluck(),
-      locationByKey: p('SELECT id FROM locations WHERE org_id = ? AND external_key = ? AND deleted_at IS NULL').pluck(),
-      locationByTag: p(`SELECT l.id FROM tags t JOIN locations l ON l.id = t.location_id
-                        WHERE t.org_id = ? AND t.tag_type = ? AND t.value = ? AND t.deleted_at IS NULL AND l.deleted_at IS NULL`).pluck(),
-      // The IN list lets SQLite probe the (org_id, tag_type, value) index once per tag type.
-      locationByTagValue: p(`SELECT l.id FROM tags t JOIN locations l ON l.id = t.location_id
-                             WHERE t.org_id = ? AND t.tag_type IN (${TAG_TYPES.map((type) => `'${type}'`).join(', ')}) AND t.value = ?
-                               AND t.deleted_at IS NULL AND l.deleted_at IS NULL ORDER BY l.id LIMIT 1`).pluck(),
-      event: p('INSERT OR IGNORE INTO scan_events (org_id, event_id, seen_at) VALUES (?, ?, ?)'),
-      pruneEvents: p('DELETE FROM scan_events WHERE seen_at < ?'),
-      position: p(
-        'SELECT asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count FROM scan_positions WHERE asset_id = ?',
-      ),
-      positions: p(`SELECT asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count FROM scan_positions
-                    WHERE asset_id IN (SELECT value FROM json_each(?))`),
-      insertPosition:
-        p(`INSERT INTO scan_positions (asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count,
-                           asset_deleted_at, asset_valid_from, asset_valid_to)
-                         SELECT ?, ?, ?, ?, ?, ?, ?, a.deleted_at, a.valid_from, a.valid_to FROM assets a WHERE a.id = ?`),
-      updatePosition:
-        p(`UPDATE scan_positions SET location_id = ?, last_seen_at = ?, visit_id = ?, visit_started_at = ?, visit_read_count = ?
-                         WHERE asset_id = ?`),
-      insertVisit: p(
-        'INSERT INTO scan_history (asset_id, event_observed_at, id, location_id, last_seen_at, read_count) VALUES (?, ?, ?, ?, ?, ?)',
-      ),
-      closeVisit: p('UPDATE scan_history SET last_seen_at = ?, read_count = ? WHERE asset_id = ? AND event_observed_at = ? AND id = ?'),
-      visitBefore: p(`SELECT asset_id, event_observed_at, id, location_id, last_seen_at, read_count FROM scan_history
-                      WHERE asset_id = ? AND event_observed_at <= ? ORDER BY event_observed_at DESC, id DESC LIMIT 1`),
-      extendVisit: p(
-        'UPDATE scan_history SET last_seen_at = max(last_seen_at, ?), read_count = read_count + 1 WHERE asset_id = ? AND event_observed_at = ? AND id = ?',
-      ),
-      appliedSeq: p('SELECT applied_seq FROM scan_ingest_state WHERE stream = ?').pluck(),
-      streamIdentity: p('SELECT stream_created FROM scan_ingest_state WHERE stream = ?').pluck(),
-      saveApplied: p(`INSERT INTO scan_ingest_state (stream, stream_created, applied_seq) VALUES (?, ?, ?)
-                      ON CONFLICT (stream) DO UPDATE SET applied_seq = excluded.applied_seq`),
-      bindStream: p(`INSERT INTO scan_ingest_state (stream, stream_created, applied_seq) VALUES (?, ?, 0)
-                     ON CONFLICT (stream) DO UPDATE SET stream_created = excluded.stream_created, applied_seq = 0`),
-    };
+    this.s = prepareStatements(db);
     this.nextHistoryId = ((db.prepare('SELECT max(id) FROM scan_history').pluck().get() as number | null) ?? 0) + 1;
   }
 
@@ -234,7 +237,7 @@ class ScanStore {
     let locationTags = 0;
     const seen = scan.reads.length > 1 ? new Set<number>() : undefined;
     for (let k = 0; k < scan.reads.length; k++) {
-      const assetId = resolved[offset + k];
+      const assetId = resolved[offset + k] ?? UNKNOWN;
       if (assetId === UNKNOWN) unknownTags++;
       else if (assetId === LOCATION_TAG) locationTags++;
       else {
@@ -299,8 +302,8 @@ class ScanStore {
     }
     const unplaced = new Set<number>();
     for (let i = 0; i < pendingAt.length; i++) {
-      const assetId = found.get(pendingKeys[i]) ?? UNKNOWN;
-      resolved[pendingAt[i]] = assetId;
+      const assetId = found.get(pendingKeys[i]!) ?? UNKNOWN;
+      resolved[pendingAt[i]!] = assetId;
       if (assetId > 0 && !this.positions.has(assetId)) unplaced.add(assetId);
     }
     if (unplaced.size > 0) this.loadPositions([...unplaced]);
@@ -322,7 +325,7 @@ class ScanStore {
 
   /** Loads committed positions (null for an asset never scanned) of assets not yet in memory, in one query. */
   private loadPositions(assetIds: number[]): void {
-    const rows = this.s.positions.all(JSON.stringify(assetIds)) as Record<string, number>[];
+    const rows = this.s.positions.all(JSON.stringify(assetIds)) as PositionRow[];
     for (const assetId of assetIds) this.positions.set(assetId, null);
     for (const row of rows) this.positions.set(row.asset_id, positionOf(row));
   }
@@ -357,7 +360,7 @@ class ScanStore {
     if (inBatch !== undefined) return inBatch;
     let committed = this.positions.get(assetId);
     if (committed === undefined) {
-      const row = this.s.position.get(assetId) as Record<string, number> | undefined;
+      const row = this.s.position.get(assetId) as PositionRow | undefined;
       committed = row === undefined ? null : positionOf(row);
       this.positions.set(assetId, committed);
     }
@@ -373,7 +376,7 @@ class ScanStore {
     return id;
   }
 
-  /** Visits (operations.md section 3): extend the visit a scan falls in, else start an event. */
+  /** Visits: extend the visit a scan falls in, else start an event. */
   /** Carries out the visit rules (visits.ts) for one read of an asset. */
   private observe(scan: CanonicalScan, assetId: number, locationId: number, gapMs: number, touched: Map<number, Position>): void {
     const t = scan.observedAt;
@@ -423,7 +426,18 @@ class ScanStore {
   }
 }
 
-function positionOf(row: Record<string, number>): Position {
+/** A scan_positions row as the position statements select it. */
+interface PositionRow {
+  asset_id: number;
+  org_id: number;
+  location_id: number;
+  last_seen_at: number;
+  visit_id: number;
+  visit_started_at: number;
+  visit_read_count: number;
+}
+
+function positionOf(row: PositionRow): Position {
   return {
     assetId: row.asset_id,
     orgId: row.org_id,

@@ -23,8 +23,7 @@ export function batchLength(queue: readonly Queued[], limits: BatchLimits): numb
   let scans = 0;
   let reads = 0;
   let n = 0;
-  while (n < queue.length) {
-    const next = queue[n];
+  for (const next of queue) {
     if (n > 0 && (scans + next.scans > limits.maxBatch || reads + next.reads > limits.maxBatchReads)) break;
     scans += next.scans;
     reads += next.reads;

@@ -2,9 +2,9 @@ import type { AssetPlacement } from '../locations/placement.js';
 import type { Db } from '../storage/sqlite.js';
 
 /**
- * True when a live asset's current location (the report's) is this location: the second rule of a
- * location delete (interface 4.5). Walks scan_positions_location; runs on the writer, in the
- * delete's transaction.
+ * True when a live asset's current location (the report's) is this location: the second check of a
+ * location delete (after descendants: a location with live assets placed directly at it is not
+ * deleted, 409). Walks scan_positions_location; runs on the writer, in the delete's transaction.
  */
 export function hasLiveAssetsAt(db: Db, orgId: number, locationId: number): boolean {
   const row = db

@@ -21,7 +21,7 @@ function parseTag(text: string): { tag_type: string; value: string } {
   return { tag_type: text.slice(0, colon), value: text.slice(colon + 1) };
 }
 
-/** `trackd scans publish`: one scan (operations.md section 3) on scans.<org>.<source>, Nats-Msg-Id = event id. */
+/** `trackd scans publish`: one scan on scans.<org>.<source>, Nats-Msg-Id = event id. */
 export const scansPublish: Command = {
   options: {
     org: { type: 'string' },

@@ -47,7 +47,7 @@ export function settleOutcomes<M extends Settled>(batch: readonly M[], outcomes:
         message.labelKey,
         (tally = { labels: message.labels, applied: 0, redelivered: 0, duplicate: 0, reads: 0, unknownTags: 0, locationTags: 0 }),
       );
-    if (own[0].kind === 'redelivered') {
+    if (own[0]?.kind === 'redelivered') {
       tally.redelivered++;
       ack.push(message);
       continue;

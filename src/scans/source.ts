@@ -25,7 +25,7 @@ export interface ScanSource {
   decode(subject: string, orgId: number, data: Uint8Array, now: number): { scans: CanonicalScan[] } | { dead: DeadLetter };
 }
 
-/** Stream SCANS: `scans.<org_id>.<fixed|handheld>`, one scan JSON per message (operations.md section 3). */
+/** Stream SCANS: `scans.<org_id>.<fixed|handheld>`, one scan JSON per message. */
 export const scansSource: ScanSource = {
   stream: SCANS_STREAM,
   subjects: 'scans.>',

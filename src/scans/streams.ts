@@ -54,10 +54,11 @@ export function splitCredentials(natsUrl: string): { servers: string[]; user?: s
     const s = entry.trim();
     const match = /^([a-z]+:\/\/)([^@/]*)@(.*)$/i.exec(s);
     if (match === null) return s;
-    const [name, secret] = match[2].split(/:(.*)/s);
+    const [, scheme = '', credentials = '', rest = ''] = match;
+    const [name = '', secret] = credentials.split(/:(.*)/s);
     user ??= decodeURIComponent(name);
     if (secret !== undefined) pass ??= decodeURIComponent(secret);
-    return match[1] + match[3];
+    return scheme + rest;
   });
   return { servers, user, pass };
 }

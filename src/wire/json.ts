@@ -2,6 +2,8 @@
  * The first key that appears twice in one object of a JSON text, else undefined. `text` must already
  * have parsed. JSON.parse keeps the last duplicate silently; trackd rejects such bodies instead
  * (I-JSON, RFC 7493 section 2.3), so what a proxy or log reads is what the service applied.
+ * Hand-written: JSON.parse has no hook that sees duplicates (a reviver sees the merged object), and a
+ * second full parser would cost more than this one pass over the text, run only on bodies that parsed.
  */
 export function findDuplicateKey(text: string): string | undefined {
   const objects: (Set<string> | undefined)[] = [];

@@ -1,4 +1,10 @@
-/** RFC 3339 parsing and formatting with the rules of interface.md 2.8. */
+/**
+ * RFC 3339 parsing (offsets, 1 to 9 fractional digits, no sentinel instants, years 0001 to 9999) and formatting (UTC, milliseconds, Z).
+ *
+ * Hand-written: Date.parse accepts far more than RFC 3339 (dates alone, spaces, `+0200`, years
+ * beyond 9999) and quietly rolls February 30 into March; ajv-formats' date-time checks the shape but
+ * still leaves the instant to Date. One anchored pattern plus explicit range checks does both.
+ */
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
@@ -51,7 +57,7 @@ function parseUncached(text: string): ParsedTimestamp | undefined {
   const minute = Number(m[5]);
   const second = Number(m[6]);
   if (month < 1 || month > 12 || day < 1) return undefined;
-  const maxDay = month === 2 && isLeap(year) ? 29 : DAYS_IN_MONTH[month - 1];
+  const maxDay = month === 2 && isLeap(year) ? 29 : DAYS_IN_MONTH[month - 1]!; // month is 1..12 here
   if (day > maxDay || hour > 23 || minute > 59 || second > 59) return undefined;
   const fraction = m[7] ?? '';
   const millis = fraction === '' ? 0 : Number(fraction.slice(0, 3).padEnd(3, '0'));

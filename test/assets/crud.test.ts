@@ -140,7 +140,7 @@ t.test('asset lifecycle', async (t) => {
       ['OPTIONS', '/api/v1/assets', 'GET, HEAD, POST'],
       ['GET', '/api/v1/assets/1/tags', 'POST'],
       ['PATCH', '/api/v1/assets/1/tags/1', 'DELETE'],
-    ]) {
+    ] as const) {
       const res = await api.req(method, path);
       t.same([res.status, res.json.error.type, res.headers.get('allow')], [405, 'method_not_allowed', allow], `${method} ${path}`);
     }

@@ -79,7 +79,7 @@ t.test('asset lists', async (t) => {
       ['?sort=colour', 'colour'],
       ['?sort=-valid_from', 'valid_from'],
       ['?sort=name,id', 'id'],
-    ]) {
+    ] as const) {
       const res = await list(query);
       t.same([res.status, fieldCodes(res)], [400, [['sort', 'invalid_value']]], query);
       t.equal(res.json.error.fields[0].message, `unknown sort field: ${name}`);

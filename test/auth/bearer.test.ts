@@ -10,7 +10,7 @@ const ME = '/api/v1/orgs/me';
 const b64url = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
 
 function decodePart(token: string, index: number): any {
-  return JSON.parse(Buffer.from(token.split('.')[index], 'base64url').toString());
+  return JSON.parse(Buffer.from(token.split('.')[index]!, 'base64url').toString());
 }
 
 t.test('API key authentication on GET /api/v1/orgs/me (interface 5)', async (t) => {

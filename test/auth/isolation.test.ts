@@ -16,7 +16,7 @@ import { inlineRefs } from '../helpers/openapi.js';
  */
 
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
-const part = (token: string, i: number) => JSON.parse(Buffer.from(token.split('.')[i], 'base64url').toString());
+const part = (token: string, i: number) => JSON.parse(Buffer.from(token.split('.')[i]!, 'base64url').toString());
 /** An id no organization has: what "missing" looks like. */
 const MISSING_ID = 2_147_000_001;
 
@@ -93,7 +93,7 @@ t.test('isolation and forged keys across every operation', async (t) => {
     const before = snapshot();
     let checked = 0;
     for (const op of ops.filter((o) => o.path.includes('{'))) {
-      const params = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+      const params = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
       const aIds = params.map((p) => idOfA(op, p));
       const withA = op.path.replace(/\{(\w+)\}/g, (_m, p: string) => String(idOfA(op, p)));
       const missing = op.path.replace(/\{(\w+)\}/g, () => String(MISSING_ID));
@@ -130,7 +130,11 @@ t.test('isolation and forged keys across every operation', async (t) => {
       q: 'Secret',
     };
     const listFilterValue = (op: Operation, name: string) =>
-      name === 'external_key' && op.path === '/api/v1/locations' ? 'A-DOCK' : name === 'location_id' ? String(root.id) : filterValues[name];
+      name === 'external_key' && op.path === '/api/v1/locations'
+        ? 'A-DOCK'
+        : name === 'location_id'
+          ? String(root.id)
+          : filterValues[name]!;
     let checked = 0;
     for (const op of ops.filter((o) => o.method === 'GET' && !o.path.includes('{'))) {
       for (const param of op.parameters.filter((p) => p.in === 'query' && p.name in filterValues)) {

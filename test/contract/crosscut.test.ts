@@ -161,7 +161,7 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
 
   t.test('every path id out of 1..2147483647 is 400 validation_error naming the parameter, on every operation (7.2)', async (t) => {
     for (const op of operations) {
-      const params = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+      const params = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
       for (const param of params) {
         for (const [id, code] of BAD_IDS) {
           const path = concrete(op.path, { [param]: id });

@@ -133,7 +133,7 @@ t.test('every operation through the typed client', async (t) => {
     return result.data?.data.length === 1 ? result : undefined;
   });
   ok('GET /api/v1/reports/asset-locations', report, 200);
-  t.equal(report.data!.data[0].location_id, dock.id, 'the scan placed the asset at the dock');
+  t.equal(report.data!.data[0]!.location_id, dock.id, 'the scan placed the asset at the dock');
   const history = ok('GET /api/v1/assets/{asset_id}/history', await api.GET('/api/v1/assets/{asset_id}/history', aid), 200);
   t.equal(history.total_count, 1);
 

@@ -131,7 +131,7 @@ t.test('OpenAPI 3.0.3 description at /api/openapi.json and /api/openapi.yaml', a
     for (const [from, to] of [
       ['/openapi.json', '/api/openapi.json'],
       ['/openapi.yaml', '/api/openapi.yaml'],
-    ]) {
+    ] as const) {
       for (const method of ['GET', 'HEAD']) {
         const res = await trackd.request(method, from);
         t.equal(res.status, 301, `${method} ${from}`);

@@ -33,7 +33,7 @@ t.test('contract rules', async (t) => {
         for (const [method, path, body] of [
           ['POST', '/api/v1/locations', `{"name":"N","parent_id":${number}}`],
           ['PATCH', childPath, `{"parent_id":${number}}`],
-        ]) {
+        ] as const) {
           const res = await trackd.request(method, path, { token, body });
           const label = `${method} parent_id ${name}`;
           expectError(t, res, { status: 400, type: 'validation_error', instance: path, fields: res.json?.error?.fields }, label);
@@ -145,7 +145,7 @@ t.test('contract rules', async (t) => {
     for (const [path, method] of [
       ['/api/v1/assets/{asset_id}', 'patch'],
       ['/api/v1/locations/{location_id}', 'patch'],
-    ]) {
+    ] as const) {
       t.same(
         Object.keys(doc.paths[path][method].requestBody.content),
         ['application/merge-patch+json'],

@@ -6,7 +6,7 @@ import { eventually, startNats } from '../helpers/trackd.js';
 
 /**
  * Faults during a sustained ingest (a publisher running at a steady rate the whole time, not a
- * backlog): trackd killed -9 several times (hardening-nats: the nats-server restarted). Afterwards
+ * backlog): trackd killed -9 several times (faults/nats-restart.test.ts: the nats-server restarted). Afterwards
  * the history holds exactly one event per scan JetStream acknowledged (HISTORY_GAP_SECONDS=0).
  */
 

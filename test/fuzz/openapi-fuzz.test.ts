@@ -127,7 +127,7 @@ t.test('every operation of our OpenAPI document, driven with generated valid and
       await fc.assert(
         fc.asyncProperty(requestArbitrary(op), async (r) => {
           let i = 0;
-          const urlPath = op.path.replace(/\{\w+\}/g, () => r.ids[i++]);
+          const urlPath = op.path.replace(/\{\w+\}/g, () => r.ids[i++]!);
           const url = r.query === '' ? urlPath : `${urlPath}?${r.query}`;
           const headers: Record<string, string> = {};
           if (r.auth === 'a' || r.auth === 'aReadOnly' || r.auth === 'b') headers.authorization = `Bearer ${tokens[r.auth]}`;

@@ -74,7 +74,7 @@ function parseResponse(response: string, closed: boolean, timedOut: boolean, ms:
   let body = '';
   if (end >= 0) {
     const lines = response.slice(0, end).split('\r\n');
-    status = Number(/^HTTP\/1\.1 (\d{3})/.exec(lines[0])?.[1] ?? NaN) || undefined;
+    status = Number(/^HTTP\/1\.1 (\d{3})/.exec(lines[0] ?? '')?.[1] ?? NaN) || undefined;
     for (const line of lines.slice(1)) {
       const colon = line.indexOf(':');
       headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();

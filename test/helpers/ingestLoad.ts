@@ -38,7 +38,7 @@ export function sustainedPublisher(
   let next = 0;
   let running = true;
   const publishOne = async (i: number) => {
-    const tag = tags[i % tags.length];
+    const tag = tags[i % tags.length]!;
     const eventId = `${options.prefix}-${i}`;
     const body = JSON.stringify({
       event_id: eventId,
@@ -52,7 +52,8 @@ export function sustainedPublisher(
         h.set('Nats-Msg-Id', eventId);
         await js.publish(subject, body, { headers: h });
         acked++;
-        perAsset[assets[tag]] = (perAsset[assets[tag]] ?? 0) + 1;
+        const asset = assets[tag]!;
+        perAsset[asset] = (perAsset[asset] ?? 0) + 1;
         return;
       } catch {
         retries++;

@@ -256,7 +256,7 @@ export function bodyArbitrary(schema: Schema, ctx: ValueContext): fc.Arbitrary<B
         case 0:
           return { kind: 'object', value, mutation: 'none' };
         case 1:
-          if (required.length > 0) delete value[required[0]];
+          if (required.length > 0) delete value[required[0]!];
           return { kind: 'object', value, mutation: `drop ${required[0]}` };
         case 2:
           value[badKey] = bad;
@@ -332,7 +332,7 @@ const hostileQueryValue = fc.constantFrom(
 /** The sort fields an endpoint's `sort` description allows ("Allowed: a, b."). */
 function sortFields(description: string | undefined): string[] {
   const m = /Allowed: ([^.]*)\./.exec(description ?? '');
-  return m ? m[1].split(',').map((s) => s.trim()) : ['id'];
+  return m?.[1] ? m[1].split(',').map((s) => s.trim()) : ['id'];
 }
 
 function validQueryValue(param: Operation['parameters'][number], ctx: ValueContext): fc.Arbitrary<string> {

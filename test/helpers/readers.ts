@@ -115,7 +115,7 @@ export class CorpusWorld {
     const byEpc = new Map<string, { at: number; location: string }[]>();
     for (const r of this.corpus.reads) {
       const list = byEpc.get(r.epc) ?? [];
-      list.push({ at: r.at, location: LOCATION_BY_CAPTURE_POINT[r.capturePoint] });
+      list.push({ at: r.at, location: LOCATION_BY_CAPTURE_POINT[r.capturePoint]! });
       byEpc.set(r.epc, list);
     }
     for (const [epc, reads] of byEpc) {
@@ -172,7 +172,7 @@ export class CorpusWorld {
       const wanted = { location: want.location, lastSeen: new Date(want.lastSeen).toISOString() };
       if (JSON.stringify(got) !== JSON.stringify(wanted))
         out.report.push(`${epc}: got ${JSON.stringify(got)}, want ${JSON.stringify(wanted)}`);
-      const visits = view.history[epc].map((h) => ({
+      const visits = view.history[epc]!.map((h) => ({
         location: this.locationKeyById.get(h.location_id),
         start: Date.parse(h.event_observed_at),
         last: Date.parse(h.last_seen_at),

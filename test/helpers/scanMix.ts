@@ -40,7 +40,7 @@ export function planMix(world: MixWorld, count: number, seed: number): PlannedSc
     event_id: nextId('evt'),
     observed_at: new Date(observedAt).toISOString(),
     location: { external_key: world.locationsA[observedAt % world.locationsA.length] },
-    reads: [{ tag_type: 'rfid', value: tags[observedAt % tags.length] }],
+    reads: [{ tag_type: 'rfid', value: tags[observedAt % tags.length]! }],
     ...extra,
   });
   const subjectA = `scans.${world.orgA}.fixed`;
@@ -95,7 +95,7 @@ export function planMix(world: MixWorld, count: number, seed: number): PlannedSc
   categories.forEach((cat, i) => {
     const at = world.base + i;
     const s = scanOf(at);
-    const asset = world.tagsA[s.reads[0].value];
+    const asset = world.tagsA[s.reads[0]!.value]!;
     const dead = (data: string | Uint8Array, reason: string, subject = subjectA): PlannedScan => ({
       subject,
       data,
@@ -127,7 +127,7 @@ export function planMix(world: MixWorld, count: number, seed: number): PlannedSc
           subject: subjectA,
           data: JSON.stringify(body),
           msgId: s.event_id,
-          expect: { kind: 'apply', assets: [...new Set(tags.slice(0, 3).map((v) => world.tagsA[v]))], observedAt: at },
+          expect: { kind: 'apply', assets: [...new Set(tags.slice(0, 3).map((v) => world.tagsA[v]!))], observedAt: at },
           label: cat,
         });
         break;

@@ -77,7 +77,7 @@ function parseRaw(text: string): RawResponse | undefined {
     const end = rest.indexOf('\r\n\r\n');
     if (end === -1) return undefined;
     const [statusLine, ...lines] = rest.slice(0, end).split('\r\n');
-    const status = Number(statusLine.split(' ')[1]);
+    const status = Number(statusLine?.split(' ')[1]);
     const headers: Record<string, string> = {};
     for (const line of lines) {
       const i = line.indexOf(':');

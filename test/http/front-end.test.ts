@@ -95,7 +95,7 @@ t.test('HTTP front end: methods, paths, request ids, bodies, content types, ids 
       ['GET', '/api/openapi.json'],
       ['GET', '/nope'],
       ['POST', '/api/v1/assets'],
-    ]) {
+    ] as const) {
       const res = await trackd.http(method, path, {
         token,
         headers: { origin: 'https://app.example.com', 'access-control-request-method': 'GET' },
@@ -205,7 +205,7 @@ t.test('HTTP front end: methods, paths, request ids, bodies, content types, ids 
       ['POST', '/api/v1/assets', 'application/json; charset=utf-8'],
       ['POST', '/api/v1/assets', 'Application/JSON'],
       ['PATCH', assetPath, 'application/merge-patch+json; charset=utf-8'],
-    ]) {
+    ] as const) {
       const res = await trackd.http(method, path, { token, body: { name: 'Accepted' }, contentType });
       t.ok(res.status === 200 || res.status === 201, `${method} with ${contentType} is accepted (${res.status})`);
     }
@@ -257,7 +257,7 @@ t.test('HTTP front end: methods, paths, request ids, bodies, content types, ids 
         ['DELETE', ''],
         ['DELETE', '/tags/1'],
         ['GET', '/history'],
-      ]) {
+      ] as const) {
         const path = `/api/v1/assets/${id}${suffix}`;
         const res = await trackd.http(method, path, { token });
         expectError(

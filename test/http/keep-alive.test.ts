@@ -24,17 +24,17 @@ function onOneSocket(port: number, requests: string[], pauseMs = 0): Promise<{ s
         );
         const length = Number(headers['content-length'] ?? 0);
         if (data.length < end + 4 + length) return;
-        answers.push({ status: Number(statusLine.split(' ')[1]), headers });
+        answers.push({ status: Number(statusLine?.split(' ')[1]), headers });
         data = data.slice(end + 4 + length);
         if (answers.length === requests.length) {
           socket.end();
           resolve(answers);
-        } else setTimeout(() => socket.write(requests[answers.length]), pauseMs);
+        } else setTimeout(() => socket.write(requests[answers.length]!), pauseMs);
       }
     });
     socket.on('error', reject);
     socket.on('close', () => resolve(answers));
-    socket.write(requests[0]);
+    socket.write(requests[0]!);
   });
 }
 
@@ -64,9 +64,11 @@ t.test('keep-alive connections', async (t) => {
   });
 
   await t.test('answers that close the connection say so', async (t) => {
-    const [tooLarge] = await onOneSocket(trackd.port, [
-      `POST /api/v1/assets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 9999999\r\n\r\n`,
-    ]);
+    const tooLarge = (
+      await onOneSocket(trackd.port, [
+        `POST /api/v1/assets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 9999999\r\n\r\n`,
+      ])
+    )[0]!;
     t.equal(tooLarge.status, 413);
     t.equal(tooLarge.headers.connection, 'close');
     t.notOk(tooLarge.headers['keep-alive'], 'no idle time offered on a closing answer');
@@ -100,7 +102,7 @@ t.test('keep-alive connections', async (t) => {
         Array.from({ length: 20 }, async (_, j) => {
           const k = (i + j) % kinds.length;
           try {
-            const res = await kinds[k]();
+            const res = await kinds[k]!();
             await res.arrayBuffer();
             if (res.status !== expected[k]) wrong++;
           } catch {

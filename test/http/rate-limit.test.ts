@@ -44,7 +44,7 @@ t.test(`rate limiting with RATE_LIMIT_PER_MIN=${LIMIT}: fixed 60 s window per ke
     for (const [method, path] of [
       ['GET', ME],
       ['GET', '/api/v1/assets'],
-    ]) {
+    ] as const) {
       const res = await trackd.request(method, path, { token: a.token });
       expectError(t, res, { status: 429, type: 'rate_limited', instance: path }, `${method} ${path} over budget`);
       const retryAfter = res.headers.get('retry-after');

@@ -45,6 +45,10 @@ t.test('HTTP_THREADS threads share the port, the rate limits and the metrics', a
   );
   t.ok(threads.size >= 2, `requests were served by several threads (${[...threads].join(', ')})`);
 
+  // trackd runs in this process: garbage made here is collected by the thread its main loop runs on.
+  let garbage = 0;
+  for (let i = 0; i < 1_000_000; i++) garbage += JSON.stringify({ i }).length;
+  t.ok(garbage > 0);
   const metrics = (await trackd.request('GET', '/metrics')).text;
   const counted = metrics
     .split('\n')
@@ -52,6 +56,18 @@ t.test('HTTP_THREADS threads share the port, the rate limits and the metrics', a
     .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
   t.equal(counted, sent, '/metrics counts the requests of every thread');
   t.match(metrics, /^process_resident_memory_bytes \d+$/m, 'process memory once, for the whole process');
+  const lagThreads = [...metrics.matchAll(/^nodejs_eventloop_lag_p99_seconds\{thread="([\w-]+)"\} ([\d.e-]+)$/gm)];
+  t.same(
+    lagThreads.map((m) => m[1]).sort(),
+    ['http-0', 'http-1', 'http-2', 'http-3', 'main'],
+    'event-loop lag per thread that serves (main: the scan consumer; every HTTP thread)',
+  );
+  t.ok(
+    lagThreads.every((m) => Number(m[2]) >= 0 && Number(m[2]) < 60),
+    'lag is a number of seconds beyond the sampling interval',
+  );
+  t.match(metrics, /^# TYPE nodejs_gc_duration_seconds histogram$/m, 'GC pauses under the standard histogram name');
+  t.match(metrics, /^nodejs_gc_duration_seconds_count\{kind="(minor|major|incremental|weakcb)"\} [1-9]\d*$/m, 'GC pauses counted by kind');
 });
 
 t.test('the port is discoverable at LOG_LEVEL=warn: the listening line and DATA_DIR/http.url', async (t) => {

@@ -37,13 +37,16 @@ t.test('location list and tags sub-resource', async (t) => {
       ['name', ['LB', 'LC', 'LD', 'INACT', 'ROOT', 'LA']],
       ['-name', ['LA', 'ROOT', 'INACT', 'LD', 'LC', 'LB']],
       ['-external_key', ['ROOT', 'LD', 'LC', 'LB', 'LA', 'INACT']],
-      ['created_at', ['ROOT', 'LA', 'LB', 'LC', 'LD', 'INACT']],
-      ['-created_at', ['INACT', 'LD', 'LC', 'LB', 'LA', 'ROOT']],
     ];
+    // created_at can tie within a millisecond: such ties go by id ascending in both directions.
+    const rows: { external_key: string; created_at: string; id: number }[] = (await list('')).json.data;
+    const byCreated = (desc: boolean) =>
+      [...rows].sort((a, b) => (desc ? -1 : 1) * a.created_at.localeCompare(b.created_at) || a.id - b.id).map((r) => r.external_key);
+    t.same(byCreated(false), ['ROOT', 'LA', 'LB', 'LC', 'LD', 'INACT'], 'created_at order is creation order');
+    cases.push(['created_at', byCreated(false)], ['-created_at', byCreated(true)]);
     for (const [sort, expected] of cases) {
       const res = await list(`?sort=${sort}`);
       t.equal(res.status, 200, sort);
-      // created_at can tie within a millisecond; id (creation order) breaks the tie the same way.
       t.same(keys(res), expected, sort);
     }
     for (const bad of ['bogus', 'updated_at', 'name,-parent_id']) {

@@ -46,8 +46,8 @@ t.test('tree endpoints on 10,000-node trees', async (t) => {
       samples.push(performance.now() - started);
     }
     samples.sort((a, b) => a - b);
-    const best = samples[0];
-    timings.push(`${label}: best ${best.toFixed(1)} ms, median ${samples[samples.length >> 1].toFixed(1)} ms`);
+    const best = samples[0]!;
+    timings.push(`${label}: best ${best.toFixed(1)} ms, median ${samples[samples.length >> 1]!.toFixed(1)} ms`);
     t.ok(best < 2000, `${label} stays fast (best ${best.toFixed(1)} ms)`);
     return res;
   }

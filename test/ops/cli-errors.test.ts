@@ -1,6 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import t from 'tap';
+import { runCommand } from '../../src/cli/commands.js';
+import { loadConfig } from '../../src/config.js';
 import { BIN, tempDir } from '../helpers/trackd.js';
 
 t.test('trackd CLI failures: one line on stderr, nothing on stdout, non-zero exit', async (t) => {
@@ -58,15 +60,34 @@ t.test('trackd CLI failures: one line on stderr, nothing on stdout, non-zero exi
     [['orgs', 'create'], /--name is required/],
     [['orgs', 'create', '--name', 'x'.repeat(256)], /at most 255/],
     [['sessions', 'create', '--org', o], /--user is required/],
-    [['orgs', 'delete'], /unknown command "orgs delete"/],
-    [[], /usage: trackd/],
     [['keys', 'create', '--org', o, '--name', 'k', '--scopes', 'assets:read'], /TRACKD_ENV: must be one of preview, production/],
   ];
-  for (const [i, [args, stderr]] of cases.entries()) {
-    const env: Record<string, string> = i === cases.length - 1 ? { TRACKD_ENV: 'staging' } : {};
+  // Every message, in process: the same argument parsing, configuration and commands as the binary.
+  for (const [i, [args, message]] of cases.entries()) {
+    const env = { ...process.env, DATA_DIR: dataDir, ...(i === cases.length - 1 ? { TRACKD_ENV: 'staging' } : {}) };
+    const label = `trackd ${args.join(' ')}`.slice(0, 120);
+    await t.rejects(
+      runCommand(args, () => loadConfig(env)),
+      { message },
+      `${label}: says what is wrong`,
+    );
+  }
+  // The wire of a failure, once per way to fail (bad usage, unknown command, a command's own error, a
+  // configuration error): exit 1, nothing on stdout, exactly one line on stderr, however long the text.
+  const wire: [string[], Record<string, string>, RegExp][] = [
+    [[], {}, /^trackd: usage: trackd /],
+    [['orgs', 'delete'], {}, /^trackd: unknown command "orgs delete" usage: trackd /],
+    [['keys', 'create', '--org', '999', '--name', 'k', '--scopes', 'assets:read'], {}, /^trackd: organization 999 does not exist/],
+    [
+      ['keys', 'create', '--org', o, '--name', 'k', '--scopes', 'assets:read'],
+      { TRACKD_ENV: 'staging' },
+      /TRACKD_ENV: must be one of preview, production/,
+    ],
+  ];
+  for (const [args, env, stderr] of wire) {
     const r = run(args, env);
     const label = `trackd ${args.join(' ')}`.slice(0, 120);
-    t.not(r.status, 0, `${label}: non-zero exit`);
+    t.equal(r.status, 1, `${label}: exit 1`);
     t.equal(r.stdout, '', `${label}: nothing on stdout`);
     t.equal(r.stderr.split('\n').filter(Boolean).length, 1, `${label}: one line on stderr`);
     t.ok(r.stderr.endsWith('\n'), `${label}: the line ends`);

@@ -11,23 +11,26 @@ t.test('trackd CLI (operations.md 2): one JSON document on stdout, one-line erro
     const r = trackd.cliRaw(args, env);
     return { ...r, lines: r.stdout.split('\n').filter(Boolean) };
   };
-  const ok = (args: string[]) => {
+  // Through the binary: exit 0, nothing on stderr, the JSON document on one line of stdout. Every
+  // command prints through the same line of main.ts, so the shapes below are read in process.
+  const wire = (args: string[]) => {
     const r = run(args);
     t.equal(r.status, 0, `trackd ${args.join(' ')}: exit 0`);
     t.equal(r.stderr, '', `trackd ${args.join(' ')}: nothing on stderr`);
     t.equal(r.lines.length, 1, `trackd ${args.join(' ')}: one line on stdout`);
     return JSON.parse(r.stdout);
   };
+  const ok = (args: string[]) => trackd.cli(args);
 
   t.test('every command prints the documented shape, while the server runs', async (t) => {
-    const org = ok(['orgs', 'create', '--name', 'Acme Logistics']);
+    const org = wire(['orgs', 'create', '--name', 'Acme Logistics']);
     t.same(Object.keys(org), ['id', 'name']);
     t.match(org, { id: Number, name: 'Acme Logistics' });
-    const second = ok(['orgs', 'create', '--name', 'Beta']);
+    const second = await ok(['orgs', 'create', '--name', 'Beta']);
     t.equal(second.id, org.id + 1);
-    t.same(ok(['orgs', 'list']), [org, second]);
+    t.same(await ok(['orgs', 'list']), [org, second]);
 
-    const key = ok(['keys', 'create', '--org', String(org.id), '--name', 'integration', '--scopes', 'assets:read,tracking:read']);
+    const key = await ok(['keys', 'create', '--org', String(org.id), '--name', 'integration', '--scopes', 'assets:read,tracking:read']);
     t.same(Object.keys(key), ['api_key_id', 'token', 'expires_at', 'scopes']);
     t.match(key.api_key_id, UUID);
     t.match(key.token, JWT);
@@ -41,11 +44,22 @@ t.test('trackd CLI (operations.md 2): one JSON document on stdout, one-line erro
     );
 
     const before = Date.now();
-    const monthly = ok(['keys', 'create', '--org', String(org.id), '--name', 'm', '--scopes', 'locations:write', '--expires-in', '30d']);
+    const monthly = await ok([
+      'keys',
+      'create',
+      '--org',
+      String(org.id),
+      '--name',
+      'm',
+      '--scopes',
+      'locations:write',
+      '--expires-in',
+      '30d',
+    ]);
     t.match(monthly.expires_at, ISO);
     const delta = Date.parse(monthly.expires_at) - before - 30 * 86_400_000;
     t.ok(delta > -1000 && delta < 60_000, '--expires-in 30d is 30 days from now (whole seconds)');
-    const fixed = ok([
+    const fixed = await ok([
       'keys',
       'create',
       '--org',
@@ -58,10 +72,21 @@ t.test('trackd CLI (operations.md 2): one JSON document on stdout, one-line erro
       '2031-02-03T04:05:06+02:00',
     ]);
     t.equal(fixed.expires_at, '2031-02-03T02:05:06.000Z', '--expires-at in any offset, printed in UTC');
-    const production = ok(['keys', 'create', '--org', String(org.id), '--name', 'p', '--scopes', 'assets:read', '--env', 'production']);
+    const production = await ok([
+      'keys',
+      'create',
+      '--org',
+      String(org.id),
+      '--name',
+      'p',
+      '--scopes',
+      'assets:read',
+      '--env',
+      'production',
+    ]);
     t.equal(JSON.parse(Buffer.from(production.token.split('.')[1], 'base64url').toString()).env, 'production');
 
-    const listed = ok(['keys', 'list', '--org', String(org.id)]);
+    const listed = wire(['keys', 'list', '--org', String(org.id)]);
     t.equal(listed.length, 4);
     t.notOk(JSON.stringify(listed).includes(key.token.split('.')[2]), 'no token material in the list');
     t.notOk(
@@ -78,16 +103,16 @@ t.test('trackd CLI (operations.md 2): one JSON document on stdout, one-line erro
       revoked_at: null,
     });
     t.match(listed[0].created_at, ISO);
-    t.same(ok(['keys', 'list', '--org', String(second.id)]), [], 'an org without keys lists none');
+    t.same(await ok(['keys', 'list', '--org', String(second.id)]), [], 'an org without keys lists none');
 
-    const revoked = ok(['keys', 'revoke', key.api_key_id]);
+    const revoked = await ok(['keys', 'revoke', key.api_key_id]);
     t.same(Object.keys(revoked), ['api_key_id', 'revoked_at']);
     t.equal(revoked.api_key_id, key.api_key_id);
     t.match(revoked.revoked_at, ISO);
-    t.same(ok(['keys', 'revoke', key.api_key_id]), revoked, 'revoking twice keeps the first time');
-    t.equal(ok(['keys', 'list', '--org', String(org.id)])[0].revoked_at, revoked.revoked_at);
+    t.same(await ok(['keys', 'revoke', key.api_key_id]), revoked, 'revoking twice keeps the first time');
+    t.equal((await ok(['keys', 'list', '--org', String(org.id)]))[0].revoked_at, revoked.revoked_at);
 
-    const session = ok(['sessions', 'create', '--org', String(org.id), '--user', 'alice']);
+    const session = await ok(['sessions', 'create', '--org', String(org.id), '--user', 'alice']);
     t.same(Object.keys(session), ['token']);
     t.match(session.token, JWT);
     t.equal((await trackd.request('GET', '/api/v1/orgs/me', { token: session.token })).status, 401, 'the API refuses the session token');

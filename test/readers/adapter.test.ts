@@ -18,6 +18,7 @@ const lines = fs
   .split('\n')
   .filter((l) => l.trim() !== '');
 const payloads = lines.map((l) => l.slice(l.indexOf('\t') + 1));
+const firstPayload = payloads[0]!;
 const bytes = (text: string) => new TextEncoder().encode(text);
 const decode = (body: unknown) => cs463.decode(bytes(typeof body === 'string' ? body : JSON.stringify(body)), context);
 
@@ -35,7 +36,7 @@ t.test(
         const tag = body.tags[i];
         reads++;
         ids.add(scan.eventId);
-        if (scan.observedAt !== Math.floor(tag.timeStampOfRead / 1000) || scan.reads[0].value !== tag.epc || scan.orgId !== 7)
+        if (scan.observedAt !== Math.floor(tag.timeStampOfRead / 1000) || scan.reads[0]!.value !== tag.epc || scan.orgId !== 7)
           t.fail(`line mismatch: ${payload}`);
         if ((scan.location as { keyOrTagValue: string }).keyOrTagValue !== tag.capturePointName)
           t.fail(`capture point mismatch: ${payload}`);
@@ -44,11 +45,11 @@ t.test(
     }
     t.equal(reads, 3784);
     t.equal(ids.size, 3784, 'distinct readings get distinct event ids');
-    const first = cs463.decode(bytes(payloads[0]), context) as { scans: any[] };
+    const first = cs463.decode(bytes(firstPayload), context) as { scans: any[] };
     t.same(first.scans[0].reads, [{ tagType: 'rfid', value: '000000000000000000010023' }]);
     t.equal(first.scans[0].observedAt, 1779715091335);
     t.same(
-      cs463.decode(bytes(payloads[0]), { ...context, orgId: 8, readerName: 'other' }),
+      cs463.decode(bytes(firstPayload), { ...context, orgId: 8, readerName: 'other' }),
       { scans: first.scans.map((s) => ({ ...s, orgId: 8 })) },
       'the same reading decodes to the same event id (a replay is a no-op)',
     );
@@ -62,13 +63,13 @@ t.test('the event id changes with each part of the reading and nothing else', as
   t.not(cs463EventId('cs463-212', 'E281', 1, 1779715091335000), base);
   t.not(cs463EventId('cs463-212', 'E280', 2, 1779715091335000), base);
   t.not(cs463EventId('cs463-212', 'E280', 1, 1779715091335001), base);
-  const body = JSON.parse(payloads[0]);
+  const body = JSON.parse(firstPayload);
   const withOtherRssi = { ...body, sequenceNumber: 99, tags: [{ ...body.tags[0], rssi: '-10', timeZone: '+1:00' }] };
   t.equal((decode(withOtherRssi) as { scans: any[] }).scans[0].eventId, (decode(body) as { scans: any[] }).scans[0].eventId);
 });
 
 t.test('malformed payloads are dead with a reason that says what is wrong', async (t) => {
-  const tag = JSON.parse(payloads[0]).tags[0];
+  const tag = JSON.parse(firstPayload).tags[0];
   const cases: [string, unknown, string, RegExp][] = [
     ['not JSON', '{"rfidReaderName":', 'invalid_json', /not valid JSON/],
     ['not UTF-8', new Uint8Array([0xff, 0xfe]), 'invalid_json', /not valid JSON/],

@@ -68,7 +68,7 @@ t.test('a scan published with the CLI becomes the current location; unknown tags
     'rfid:LOC-TAG-2',
   ]);
   t.match(published, { event_id: /^[0-9A-Z]{26}$/, stream: 'SCANS', seq: Number });
-  const row = await eventually(async () => (await reportRow(ids.assets['CLI-1'])) ?? false);
+  const row = await eventually(async () => (await reportRow(ids.assets['CLI-1']!)) ?? false);
   t.same(Object.keys(row).sort(), [
     'asset_deleted_at',
     'asset_external_key',
@@ -88,7 +88,7 @@ t.test('a scan published with the CLI becomes the current location; unknown tags
   t.equal(await applied(), before.applied + 1);
   t.equal(await metric(trackd, 'trackd_scan_reads_skipped_total', 'reason="unknown_tag"'), before.unknown + 1);
   t.equal(await metric(trackd, 'trackd_scan_reads_skipped_total', 'reason="location_tag"'), before.onLocation + 1);
-  const h = await history(ids.assets['CLI-1']);
+  const h = await history(ids.assets['CLI-1']!);
   t.equal(h.total_count, 1);
   t.match(h.data[0], { location_id: ids.locations['DOCK-1'], read_count: 1, location: { external_key: 'DOCK-1', tags: [] } });
 });
@@ -107,15 +107,15 @@ t.test('de-duplication by Nats-Msg-Id and by event_id; location by id and by loc
   await publish(nc, subject, scanBody('x', ['rfid:D2'], at(base, 20), { location: { tag_type: 'rfid', value: 'LOC-TAG-2' } }));
   await untilApplied(before.applied + 3);
   await eventually(async () => (await metric(trackd, 'trackd_scans_duplicate_total')) === before.duplicate + 1);
-  const h = await history(ids.assets['DUP-1']);
+  const h = await history(ids.assets['DUP-1']!);
   t.equal(h.total_count, 1);
   t.equal(h.data[0].read_count, 2, 'the original and the by-id scan; the re-published event changed nothing');
   t.equal(h.data[0].last_seen_at, at(base, 20).toISOString());
-  t.equal((await reportRow(ids.assets['DUP-2'])).location_external_key, 'DOCK-2');
+  t.equal((await reportRow(ids.assets['DUP-2']!)).location_external_key, 'DOCK-2');
 });
 
 t.test('visits: re-reads extend, moves and gaps start events, late scans are placed by observed_at', async (t) => {
-  const asset = ids.assets['VIS-1'];
+  const asset = ids.assets['VIS-1']!;
   const base = Date.now() - 3_600_000;
   const start = await applied();
   const send = (loc: string, s: number, tag = 'rfid:V1') => publish(nc, subject, scanBody(loc, [tag], at(base, s)));
@@ -159,7 +159,7 @@ t.test('visits: re-reads extend, moves and gaps start events, late scans are pla
 });
 
 t.test('out of order: the greatest observed_at wins the current location; ties go to the later arrival', async (t) => {
-  const asset = ids.assets['ORD-1'];
+  const asset = ids.assets['ORD-1']!;
   const base = Date.now() - 600_000;
   const start = await applied();
   await publish(nc, subject, scanBody('YARD', ['rfid:O1'], at(base, 100)));
@@ -187,7 +187,7 @@ t.test('messages that can never apply are acked and dead-lettered with their rea
   await publish(nc, `scans.${org.id}.drone`, scanBody('DOCK-1', ['rfid:X1'], new Date(now)));
   await publish(nc, subject, scanBody('YARD', ['rfid:X1'], new Date(now - 1000)));
   const row = await eventually(async () => {
-    const r = await reportRow(ids.assets['DEAD-1']);
+    const r = await reportRow(ids.assets['DEAD-1']!);
     return r?.location_external_key === 'YARD' && r;
   });
   t.ok(row);
@@ -216,7 +216,7 @@ t.test('messages that can never apply are acked and dead-lettered with their rea
 });
 
 t.test('tag resolution follows master data: a tag attached after an unknown read resolves, a detached one no longer does', async (t) => {
-  const asset = ids.assets['TAGGED-LATER'];
+  const asset = ids.assets['TAGGED-LATER']!;
   const skipped = () => metric(trackd, 'trackd_scan_reads_skipped_total', 'reason="unknown_tag"');
   const before = { applied: await applied(), skipped: await skipped() };
   const base = Date.now() - 60_000;

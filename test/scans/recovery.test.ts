@@ -62,8 +62,8 @@ t.test('kill -9 while a backlog drains: after restart every scan is in the histo
   await eventually(() => trackd.process.signalCode !== null, 5000);
   await trackd.restart();
   await drained(nc);
-  t.equal(await historyCount(trackd, token, ids.assets['K-1']), total);
-  t.equal(await historyCount(trackd, token, ids.assets['K-2']), total);
+  t.equal(await historyCount(trackd, token, ids.assets['K-1']!), total);
+  t.equal(await historyCount(trackd, token, ids.assets['K-2']!), total);
   const first = await trackd.request('GET', `/api/v1/assets/${ids.assets['K-1']}/history?sort=event_observed_at&limit=1`, { token });
   t.equal(first.json.data[0].event_observed_at, new Date(BASE).toISOString());
   t.equal(await metric(trackd, 'trackd_scans_in_hand'), 0);
@@ -94,6 +94,6 @@ t.test('a nats-server restart while a backlog drains: the consumer reconnects an
   await eventually(async () => (await trackd.request('GET', '/readyz')).status === 200, 20_000);
   await publishRange(nc, org.id, total, total + 500);
   await drained(nc);
-  t.equal(await historyCount(trackd, token, ids.assets['K-1']), total + 500);
-  t.equal(await historyCount(trackd, token, ids.assets['K-2']), total + 500);
+  t.equal(await historyCount(trackd, token, ids.assets['K-1']!), total + 500);
+  t.equal(await historyCount(trackd, token, ids.assets['K-2']!), total + 500);
 });

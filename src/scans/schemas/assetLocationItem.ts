@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Id, Nullable, NullableResponseTimestamp, Timestamp } from '../../masterdata/fields.js';
 
-/** A row of the asset-locations report (interface 2.6): every field present, null-check semantics. */
+/** A row of the asset-locations report: every field present, null-check semantics. */
 export const AssetLocationItem = Type.Object(
   {
     asset_id: Id,

@@ -15,7 +15,7 @@ export const HistoryLocation = Type.Object(
 );
 
 /**
- * A visit of the asset at a location (operations.md section 3): it starts at event_observed_at and
+ * A visit of the asset at a location: it starts at event_observed_at and
  * was last seen at last_seen_at after read_count scans. `location` is null when the location is
  * soft-deleted or not currently effective; `location_id` always names it.
  */
