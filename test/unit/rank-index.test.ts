@@ -1,0 +1,103 @@
+/**
+ * The report's rank index against the plain answer: after any sequence of inserts, moves and
+ * removes, every page at every offset equals the same page of a sorted array.
+ */
+import fc from 'fast-check';
+import t from 'tap';
+import { RankIndex } from '../../src/scans/rankIndex.js';
+
+type Op = { kind: 'insert' | 'remove' | 'move'; key: number; id: number; to: number };
+
+const op = fc.record({
+  kind: fc.constantFrom<Op['kind']>('insert', 'insert', 'move', 'remove'),
+  // Few distinct keys, so that ties (broken by id) are common.
+  key: fc.integer({ min: 0, max: 50 }),
+  id: fc.integer({ min: 1, max: 3_000 }),
+  to: fc.integer({ min: 0, max: 50 }),
+});
+
+function check(ascending: boolean, blockSize: number, ops: Op[]): void {
+  const index = new RankIndex(ascending, blockSize);
+  const keyOf = new Map<number, number>();
+  for (const o of ops) {
+    const current = keyOf.get(o.id);
+    if (o.kind === 'insert' && current === undefined) {
+      index.insert(o.key, o.id);
+      keyOf.set(o.id, o.key);
+    } else if (o.kind === 'move' && current !== undefined) {
+      if (!index.remove(current, o.id)) throw new Error(`lost ${o.id}`);
+      index.insert(o.to, o.id);
+      keyOf.set(o.id, o.to);
+    } else if (o.kind === 'remove' && current !== undefined) {
+      if (!index.remove(current, o.id)) throw new Error(`lost ${o.id}`);
+      keyOf.delete(o.id);
+    } else if (o.kind === 'remove' && index.remove(o.key, o.id)) throw new Error(`removed absent ${o.id}`);
+  }
+  const sign = ascending ? 1 : -1;
+  const expected = [...keyOf].sort(([ia, ka], [ib, kb]) => (ka !== kb ? sign * (ka - kb) : sign * (ia - ib))).map(([id]) => id);
+  if (index.size !== expected.length) throw new Error(`size ${index.size}, expected ${expected.length}`);
+  for (const limit of [1, 7, 200]) {
+    for (let offset = 0; offset <= expected.length + 1; offset += limit === 1 ? 1 : 13) {
+      const got = index.page(offset, limit);
+      const want = expected.slice(offset, offset + limit);
+      if (got.length !== want.length || got.some((id, i) => id !== want[i]))
+        throw new Error(`offset ${offset} limit ${limit}: ${got.join(',')} != ${want.join(',')}`);
+    }
+  }
+}
+
+for (const ascending of [false, true]) {
+  for (const blockSize of [4, 1024]) {
+    t.test(
+      `every page at every offset equals the sorted array (${ascending ? 'ascending' : 'descending'}, blocks of ${blockSize})`,
+      async (t) => {
+        t.doesNotThrow(() =>
+          fc.assert(
+            fc.property(fc.array(op, { minLength: 200, maxLength: 3_000 }), (ops) => check(ascending, blockSize, ops)),
+            { numRuns: 30 },
+          ),
+        );
+      },
+    );
+  }
+}
+
+t.test('inserting a pair twice keeps one; removing an absent pair changes nothing', async (t) => {
+  const index = new RankIndex();
+  index.insert(5, 1);
+  index.insert(5, 1);
+  index.insert(9, 2);
+  t.equal(index.size, 2);
+  t.equal(index.remove(5, 2), false, 'same key, other id');
+  t.equal(index.remove(4, 1), false, 'same id, other key');
+  t.same(index.page(0, 10), [2, 1], 'key descending');
+  t.same(index.page(1, 10), [1]);
+  t.same(index.page(2, 10), [], 'past the end: an empty page');
+});
+
+t.test('ties go by id in the order of the key', async (t) => {
+  const down = new RankIndex();
+  const up = new RankIndex(true);
+  for (const id of [3, 1, 2]) {
+    down.insert(7, id);
+    up.insert(7, id);
+  }
+  t.same(down.page(0, 3), [3, 2, 1]);
+  t.same(up.page(0, 3), [1, 2, 3]);
+});
+
+t.test('a million entries: pages at any offset and moves stay consistent', async (t) => {
+  const index = new RankIndex();
+  const n = 1_000_000;
+  for (let id = 1; id <= n; id++) index.insert(id % 997, id);
+  t.equal(index.size, n);
+  // Move every 1,000th entry to the front (newest key), as a re-read of a parked tag does.
+  for (let id = 1000; id <= n; id += 1000) {
+    t.equal(index.remove(id % 997, id), true);
+    index.insert(10_000, id);
+  }
+  t.same(index.page(0, 3), [1_000_000, 999_000, 998_000], 'the moved entries lead, newest id first');
+  const last = index.page(n - 2, 5);
+  t.equal(last.length, 2, 'the last page is short');
+  t.ok(index.bytes() < 64 * n, `about 16-32 bytes per entry (${(index.bytes() / n).toFixed(1)})`);
+});
