@@ -1,0 +1,92 @@
+/**
+ * The suite's reporter for Node's test runner (`npm test`): one line per top-level test of a file
+ * (its assertions), the test's comments under it, every failure in full, and a closing count. Node's runner runs the
+ * tap files as plain processes and parses their TAP; tap's own runner forces its processinfo module
+ * hooks into every test process, thread and child, which doubled the suite's CPU (README, "The test suite").
+ */
+import { inspect, stripVTControlCharacters } from 'node:util';
+
+interface TestEventData {
+  name: string;
+  nesting: number;
+  file?: string;
+  message?: string;
+  details?: { duration_ms?: number; type?: string; error?: unknown };
+}
+
+interface TestEvent {
+  type: string;
+  data: TestEventData;
+}
+
+interface GroupTally {
+  passed: number;
+  failed: number;
+  notes: string[];
+  failures: string[];
+}
+
+const relative = (file: string | undefined): string => (file ?? '?').replace(`${process.cwd()}/`, '');
+const seconds = (ms: number | undefined) => `${((ms ?? 0) / 1000).toFixed(1)} s`;
+
+function describeFailure(data: TestEventData): string {
+  const error = data.details?.error as { cause?: unknown } | undefined;
+  const shown = stripVTControlCharacters(inspect(error?.cause ?? error, { depth: 3, colors: false }));
+  return `  ✖ ${data.name}\n${shown.replace(/^/gm, '      ')}`;
+}
+
+export default async function* reporter(source: AsyncIterable<TestEvent>): AsyncGenerator<string> {
+  // Files run side by side, each one's events in order: tally by file until its next top-level test ends.
+  const pending = new Map<string, GroupTally>();
+  const tally = (file: string) => {
+    let entry = pending.get(file);
+    if (entry === undefined) {
+      entry = { passed: 0, failed: 0, notes: [], failures: [] };
+      pending.set(file, entry);
+    }
+    return entry;
+  };
+  const files = new Set<string>();
+  const failedGroups: string[] = [];
+  let passed = 0;
+  let failed = 0;
+  const started = Date.now();
+  for await (const { type, data } of source) {
+    const file = relative(data.file);
+    if (type === 'test:diagnostic') {
+      if (data.nesting > 0 && data.message !== undefined) tally(file).notes.push(data.message);
+      continue;
+    }
+    if (type !== 'test:pass' && type !== 'test:fail') continue;
+    files.add(file);
+    const group = tally(file);
+    if (data.nesting === 0) {
+      pending.delete(file);
+      const ok = type === 'test:pass' && group.failed === 0;
+      // A top-level test with no assertion of its own: a file that has no tap tests, or one that crashed or timed out.
+      if (group.passed + group.failed === 0) {
+        if (ok) passed++;
+        else {
+          failed++;
+          group.failures.push(describeFailure(data));
+        }
+      }
+      if (!ok) failedGroups.push(`${file} › ${data.name}`);
+      const counts = `${group.passed} passed${group.failed ? `, ${group.failed} failed` : ''}`;
+      const notes = group.notes.map((n) => `    # ${n}\n`).join('');
+      yield `${ok ? '✔' : '✖'} ${file} › ${data.name}  (${counts})\n${notes}${ok ? '' : `${group.failures.join('\n')}\n`}`;
+      continue;
+    }
+    if (data.details?.type === 'suite') continue;
+    if (type === 'test:pass') {
+      group.passed++;
+      passed++;
+    } else {
+      group.failed++;
+      failed++;
+      group.failures.push(describeFailure(data));
+    }
+  }
+  yield `\n${files.size} files, ${passed + failed} assertions: ${passed} passed, ${failed} failed, in ${seconds(Date.now() - started)}\n`;
+  if (failedGroups.length > 0) yield `failed:\n${failedGroups.map((f) => `  ${f}\n`).join('')}`;
+}
