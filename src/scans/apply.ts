@@ -5,6 +5,7 @@ import type { ShardWriter } from '../shards/writer.js';
 import type { Db } from '../storage/sqlite.js';
 import { describeLocation, type CanonicalScan, type LocationRef, type SourcedScan } from './canonical.js';
 import { shardState } from '../shards/state.js';
+import { reportIndexOf, type ReportIndex } from './reportIndex.js';
 import { extendsEarlier, visitStep } from './visits.js';
 
 export type ScanOutcome =
@@ -126,7 +127,10 @@ class ScanStore {
   private nextHistoryId: number;
   private readonly s: ReturnType<typeof prepareStatements>;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    private readonly report: ReportIndex,
+  ) {
     this.s = prepareStatements(db);
     this.nextHistoryId = ((db.prepare('SELECT max(id) FROM scan_history').pluck().get() as number | null) ?? 0) + 1;
   }
@@ -201,6 +205,8 @@ class ScanStore {
       return out;
     })();
     for (const [assetId, p] of touched) {
+      const before = p.stored ? this.positions.get(assetId) : undefined;
+      this.report.moved(p.orgId, assetId, before ?? undefined, p.lastSeenAt, p.locationId);
       p.stored = true;
       this.positions.set(assetId, p);
     }
@@ -457,7 +463,7 @@ function remember(cache: Map<string, number> | Set<string>, key: string, value: 
   else cache.add(key);
 }
 
-const storeOf = shardState((shard: ShardWriter) => new ScanStore(shard.writer));
+const storeOf = shardState((shard: ShardWriter) => new ScanStore(shard.writer, reportIndexOf(shard)));
 
 /**
  * Applies canonical scans to a shard in one SQLite transaction, through the shard's mailbox.

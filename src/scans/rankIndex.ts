@@ -21,7 +21,20 @@ class Block {
     this.keys = new Float64Array(capacity);
     this.ids = new Float64Array(capacity);
   }
+
+  /** Doubles the arrays (a block starts small: most indexes, one per location, hold a handful of entries). */
+  grow(max: number): void {
+    const capacity = Math.min(max, this.keys.length * 2);
+    const keys = new Float64Array(capacity);
+    const ids = new Float64Array(capacity);
+    keys.set(this.keys.subarray(0, this.length));
+    ids.set(this.ids.subarray(0, this.length));
+    this.keys = keys;
+    this.ids = ids;
+  }
 }
+
+const FIRST_BLOCK_CAPACITY = 8;
 
 export class RankIndex {
   private readonly blocks: Block[];
@@ -32,7 +45,7 @@ export class RankIndex {
     private readonly ascending = false,
     private readonly blockSize = 1024,
   ) {
-    this.blocks = [new Block(blockSize)];
+    this.blocks = [new Block(Math.min(FIRST_BLOCK_CAPACITY, blockSize))];
   }
 
   get size(): number {
@@ -75,6 +88,7 @@ export class RankIndex {
     const b = this.blocks[bi]!;
     const at = this.positionIn(b, key, id);
     if (at < b.length && b.keys[at] === key && b.ids[at] === id) return;
+    if (b.length === b.keys.length) b.grow(this.blockSize);
     b.keys.copyWithin(at + 1, at, b.length);
     b.ids.copyWithin(at + 1, at, b.length);
     b.keys[at] = key;
@@ -100,20 +114,31 @@ export class RankIndex {
 
   /** The ids at ranks offset..offset+limit-1 (fewer at the end). */
   page(offset: number, limit: number): number[] {
-    const out: number[] = [];
+    return this.entries(offset, limit).ids;
+  }
+
+  /** The entries at ranks offset..offset+limit-1 (fewer at the end), ids and keys side by side. */
+  entries(offset: number, limit: number): { ids: number[]; keys: number[] } {
+    const ids: number[] = [];
+    const keys: number[] = [];
     let bi = 0;
     let skip = offset;
     while (bi < this.blocks.length && skip >= this.blocks[bi]!.length) skip -= this.blocks[bi++]!.length;
-    for (; bi < this.blocks.length && out.length < limit; bi++, skip = 0) {
+    for (; bi < this.blocks.length && ids.length < limit; bi++, skip = 0) {
       const b = this.blocks[bi]!;
-      for (let i = skip; i < b.length && out.length < limit; i++) out.push(b.ids[i]!);
+      for (let i = skip; i < b.length && ids.length < limit; i++) {
+        ids.push(b.ids[i]!);
+        keys.push(b.keys[i]!);
+      }
     }
-    return out;
+    return { ids, keys };
   }
 
-  /** Approximate bytes held by the typed arrays. */
+  /** Bytes held by the typed arrays. */
   bytes(): number {
-    return this.blocks.length * this.blockSize * 16;
+    let bytes = 0;
+    for (const b of this.blocks) bytes += b.keys.byteLength + b.ids.byteLength;
+    return bytes;
   }
 
   private split(bi: number): void {

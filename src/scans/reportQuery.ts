@@ -6,6 +6,7 @@ import { registerLowerFunction, substringMatch } from '../masterdata/filters.js'
 import { applyLiveness, orgQuery, type Page } from '../masterdata/list.js';
 import type { Shard } from '../shards/shard.js';
 import { sqlBuilder } from '../storage/sqlite.js';
+import { reportPageCommand } from './reportIndex.js';
 import type { AssetLocationItem } from './schemas/assetLocationItem.js';
 
 export interface ReportFilters {
@@ -53,6 +54,71 @@ const PAGE_ROWS = `SELECT p.asset_id, a.external_key AS asset_external_key, p.lo
     p.last_seen_at, a.deleted_at AS asset_deleted_at
   FROM scan_positions p JOIN assets a ON a.id = p.asset_id LEFT JOIN locations l ON l.id = p.location_id
   WHERE p.asset_id IN (SELECT value FROM json_each(?))`;
+
+/** How often a page is asked of the index again when a commit changed its rows in between, before SQLite answers it. */
+const INDEX_ATTEMPTS = 3;
+
+function pageRows(shard: Shard, ids: number[]): Map<number, ReportRow> {
+  const byId = new Map<number, ReportRow>();
+  if (ids.length === 0) return byId;
+  for (const r of shard.readerStatements.get(PAGE_ROWS).all(JSON.stringify(ids)) as ReportRow[]) byId.set(r.asset_id, r);
+  return byId;
+}
+
+/**
+ * The report through the shard actor's rank indexes (reportIndex.ts) when they answer the query:
+ * sorted by asset_last_seen alone, live assets only, the whole org or one location, no other
+ * filter. Undefined otherwise (and for a time before a validity boundary the index has applied):
+ * then the SQLite walk below answers.
+ */
+export async function indexedReport(
+  shard: Shard,
+  orgId: number,
+  f: ReportFilters,
+  now: number,
+): Promise<Page<AssetLocationItem> | undefined> {
+  const [term, ...more] = f.sort;
+  if (term?.field !== 'asset_last_seen' || more.length > 0) return undefined;
+  if (f.include_deleted === true || (f.q !== undefined && f.q !== '') || f.asset_id !== undefined || f.asset_external_key !== undefined)
+    return undefined;
+  let locationId: number | undefined;
+  if (f.location_id !== undefined) {
+    if (f.location_id.length !== 1) return undefined;
+    locationId = f.location_id[0];
+  } else if (f.location_external_key !== undefined) {
+    if (f.location_external_key.length !== 1) return undefined;
+    const keyed = applyLiveness(
+      sqlBuilder('locations as fl').select('fl.id').where('fl.org_id', orgId).whereIn('fl.external_key', f.location_external_key),
+      'fl',
+      now,
+      false,
+    )
+      .limit(2)
+      .toSQL()
+      .toNative();
+    const ids = shard.readerStatements
+      .get(keyed.sql)
+      .pluck()
+      .all(...(keyed.bindings as unknown[])) as number[];
+    if (ids.length !== 1) return undefined;
+    locationId = ids[0];
+  }
+  for (let attempt = 0; attempt < INDEX_ATTEMPTS; attempt++) {
+    const page = await shard.send(reportPageCommand, { orgId, locationId, descending: term.desc, offset: f.offset, limit: f.limit });
+    if (page === undefined) return undefined;
+    // The rows come from this thread's connection, which may already see a later commit: the page
+    // stands only if every row is still live and ranked where the index put it.
+    const byId = pageRows(shard, page.ids);
+    const rows: ReportRow[] = [];
+    for (let i = 0; i < page.ids.length; i++) {
+      const row = byId.get(page.ids[i]!);
+      if (row === undefined || row.last_seen_at !== page.lastSeen[i] || row.asset_deleted_at !== null) break;
+      rows.push(row);
+    }
+    if (rows.length === page.ids.length) return reportPage(rows, f, page.total);
+  }
+  return undefined;
+}
 
 const LIVE_COUNT = `SELECT
     coalesce((SELECT live_positions FROM scan_report_counts WHERE org_id = @org), 0)
@@ -140,12 +206,13 @@ export function assetLocationsReport(shard: Shard, orgId: number, f: ReportFilte
       .get(native.sql)
       .pluck()
       .all(...(native.bindings as unknown[])) as number[];
-    if (ids.length > 0) {
-      const byId = new Map<number, ReportRow>();
-      for (const r of shard.readerStatements.get(PAGE_ROWS).all(JSON.stringify(ids)) as ReportRow[]) byId.set(r.asset_id, r);
-      rows = ids.map((id) => byId.get(id)).filter((r): r is ReportRow => r !== undefined);
-    }
+    const byId = pageRows(shard, ids);
+    rows = ids.map((id) => byId.get(id)).filter((r): r is ReportRow => r !== undefined);
   }
+  return reportPage(rows, f, total);
+}
+
+function reportPage(rows: ReportRow[], f: ReportFilters, total: number): Page<AssetLocationItem> {
   return {
     data: rows.map((r) => ({
       asset_id: r.asset_id,

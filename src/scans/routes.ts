@@ -3,7 +3,7 @@ import { pagingParams, type QuerySpec, type SortTerm } from '../http/query.js';
 import type { Route } from '../http/route.js';
 import { ListEnvelope } from '../masterdata/fields.js';
 import { assetHistory, assetExists } from './historyQuery.js';
-import { assetLocationsReport, checkPairedFilters, type ReportFilters } from './reportQuery.js';
+import { assetLocationsReport, checkPairedFilters, indexedReport, type ReportFilters } from './reportQuery.js';
 import { AssetLocationItem } from './schemas/assetLocationItem.js';
 import { HistoryEvent } from './schemas/historyEvent.js';
 
@@ -45,9 +45,12 @@ export function scanRoutes(): Route[] {
       scopes: TRACKING_READ,
       query: reportQuery,
       responses: { 200: { description: 'One row per scanned asset', schema: ListEnvelope(AssetLocationItem) } },
-      handler: (ctx) => {
+      handler: async (ctx) => {
         checkPairedFilters(ctx.query);
-        const page = assetLocationsReport(ctx.shard, ctx.principal.orgId, ctx.query as unknown as ReportFilters, ctx.now);
+        const filters = ctx.query as unknown as ReportFilters;
+        const page =
+          (await indexedReport(ctx.shard, ctx.principal.orgId, filters, ctx.now)) ??
+          assetLocationsReport(ctx.shard, ctx.principal.orgId, filters, ctx.now);
         return { status: 200, body: page };
       },
     },

@@ -5,6 +5,7 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { ControlPlane } from '../control/controlPlane.js';
 import { scanPlacement } from '../scans/placement.js';
+import { reportIndexOf } from '../scans/reportIndex.js';
 import './commandIndex.js';
 import { ShardGenerations } from './generations.js';
 import type { CommandMessage } from './mailbox.js';
@@ -28,6 +29,8 @@ try {
   const writer = await ShardWriter.open(data.dataDir, data.index, control, new ShardGenerations(data.generations), {
     placement: scanPlacement,
   });
+  // Built before the actor is ready, so that start-up (not the first report) pays for it.
+  reportIndexOf(writer);
   parent.on('message', (message: ToShardWorker) => {
     if (message.type === 'connect') {
       const port = message.port;

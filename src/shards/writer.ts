@@ -30,6 +30,7 @@ export class ShardWriter {
   private readonly ids = new Map<IdEntity, { next: number; end: number }>();
   /** The running command's time (its message's `now`): commands read the clock only through this. */
   now = 0;
+  private readonly afterCommand: (() => void)[] = [];
 
   private constructor(
     readonly index: number,
@@ -72,7 +73,14 @@ export class ShardWriter {
     } catch (err) {
       // A failed command changed nothing: each runs in one transaction or one statement.
       return { id: message.id, error: encodeError(err) };
+    } finally {
+      for (const settle of this.afterCommand) settle();
     }
+  }
+
+  /** Runs `settle` after every command, committed or failed (writer-side state that follows committed rows). */
+  afterEachCommand(settle: () => void): void {
+    this.afterCommand.push(settle);
   }
 
   /** Next id for an entity type, from a block reserved in the control plane. */
