@@ -63,7 +63,12 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
     crashed?.(err);
     process.exit(1);
   };
-  const actors = new ShardActors(config.DATA_DIR, (index, err) => onCrash(new Error(`shard ${index}: ${err.message}`)));
+  const actors = new ShardActors(
+    config.DATA_DIR,
+    (index, err) => onCrash(new Error(`shard ${index}: ${err.message}`)),
+    (shard, reportIndex) =>
+      logger.info({ shard, report_index: { ...reportIndex, megabytes: Math.round(reportIndex.bytes / 1e5) / 10 } }, 'shard actor started'),
+  );
   const readiness = Readiness.initial({ storage: true, consumer: false });
   const shards = new ShardRegistry(config.DATA_DIR, control, actors.link(options.clock));
   const services: Services = { config, logger, metrics, control, shards, readiness, clock: options.clock };

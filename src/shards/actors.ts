@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import { ShardGenerations } from './generations.js';
 import { PortMailbox } from './mailbox.js';
 import type { ActorLink } from './registry.js';
-import type { FromShardWorker, ShardWorkerData, ToShardWorker } from './worker.js';
+import type { FromShardWorker, ReportIndexFigures, ShardWorkerData, ToShardWorker } from './worker.js';
 
 interface Actor {
   worker: Worker;
@@ -28,6 +28,7 @@ export class ShardActors {
   constructor(
     private readonly dataDir: string,
     private readonly onCrash: (index: number, err: Error) => void,
+    private readonly onStarted: (index: number, reportIndex: ReportIndexFigures) => void = () => {},
   ) {}
 
   private start(index: number): Promise<Actor> {
@@ -41,6 +42,7 @@ export class ShardActors {
         worker.once('message', (message: FromShardWorker) => {
           if (message.type === 'ready') {
             started = true;
+            this.onStarted(index, message.reportIndex);
             this.started.set(index, worker);
             resolve({ worker, generations });
           } else if (message.type === 'failed') reject(new Error(`shard ${index}: ${message.message}`));

@@ -17,8 +17,15 @@ export interface ShardWorkerData {
   generations: SharedArrayBuffer;
 }
 
+/** What the actor's report index holds after its build at start, and how long the build took. */
+export interface ReportIndexFigures {
+  positions: number;
+  bytes: number;
+  ms: number;
+}
+
 export type ToShardWorker = { type: 'connect'; port: MessagePort } | { type: 'close' };
-export type FromShardWorker = { type: 'ready' } | { type: 'failed'; message: string } | { type: 'closed' };
+export type FromShardWorker = { type: 'ready'; reportIndex: ReportIndexFigures } | { type: 'failed'; message: string } | { type: 'closed' };
 
 const data = workerData as ShardWorkerData;
 const parent = parentPort!;
@@ -30,7 +37,9 @@ try {
     placement: scanPlacement,
   });
   // Built before the actor is ready, so that start-up (not the first report) pays for it.
-  reportIndexOf(writer);
+  const building = performance.now();
+  const report = reportIndexOf(writer).footprint();
+  const reportIndex = { ...report, ms: Math.round(performance.now() - building) };
   parent.on('message', (message: ToShardWorker) => {
     if (message.type === 'connect') {
       const port = message.port;
@@ -45,7 +54,7 @@ try {
       parent.close();
     }
   });
-  parent.postMessage({ type: 'ready' } satisfies FromShardWorker);
+  parent.postMessage({ type: 'ready', reportIndex } satisfies FromShardWorker);
 } catch (err) {
   parent.postMessage({ type: 'failed', message: (err as Error).message } satisfies FromShardWorker);
 }

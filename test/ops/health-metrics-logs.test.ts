@@ -63,6 +63,16 @@ t.test('health, readiness, metrics and request logs', async (t) => {
     t.notOk(raw.includes(key.token.split('.')[2]!), 'not even its signature');
   });
 
+  t.test('each shard actor logs its start with the size and build time of its report index', async (t) => {
+    const started = trackd.logs().filter((l) => l.msg === 'shard actor started');
+    t.ok(started.length >= 1, 'at least the org shard has started');
+    for (const line of started) {
+      t.type(line.shard, 'number', 'shard index');
+      t.match(line.report_index, { positions: Number, bytes: Number, ms: Number, megabytes: Number }, 'index figures');
+      t.equal(line.report_index.positions, 0, 'a fresh data dir has no positions to index');
+    }
+  });
+
   t.test('/metrics: Prometheus text with request counts and latency histograms by route and status', async (t) => {
     for (let i = 0; i < 3; i++) await trackd.request('GET', ME, { token: key.token });
     await trackd.request('GET', '/nope');
