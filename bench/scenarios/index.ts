@@ -10,6 +10,7 @@ import { ingestSingle } from './ingestSingle.js';
 import { mix } from './mix.js';
 import { orgsMe } from './orgsMe.js';
 import { report, reportByLocation, reportDeepOffset } from './report.js';
+import { reportFullScan } from './reportFullScan.js';
 import { treeAncestors } from './treeAncestors.js';
 import { treeDescendants } from './treeDescendants.js';
 
@@ -22,6 +23,7 @@ export const SCENARIOS: Scenario[] = [
   report,
   reportByLocation,
   reportDeepOffset,
+  reportFullScan,
   history,
   treeAncestors,
   treeDescendants,
