@@ -299,6 +299,8 @@ function scenarioTargets(scenario: Scenario, r: ScenarioResult): Target[] {
       return t('p99 <= 50 ms', r.p99_ms, 50, 'max');
     case 'ingest-raw':
       return t('>= 50% of raw SQLite insert', r.ratio_to_ceiling, 0.5, 'min');
+    case 'report-full-scan':
+      return t('the whole report paged through in <= 60 s', r.extra?.seconds, 60, 'max');
     default:
       return [];
   }

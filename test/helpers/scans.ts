@@ -88,7 +88,7 @@ export async function metric(trackd: Trackd, name: string, labels = ''): Promise
 }
 
 /** Where trackd's durable consumer of a stream stands against the stream's last sequence now. */
-async function consumerReaches(
+export async function consumerReaches(
   nc: NatsConnection,
   reached: (c: { delivered: number; ackFloor: number; ackPending: number }, last: number) => boolean,
   stream: string,

@@ -1,7 +1,7 @@
 import t from 'tap';
-import { assetsClient } from '../helpers/assets.js';
-import { drained, natsClient, publish, scanBody } from '../helpers/scans.js';
-import { startTrackd, testClock } from '../helpers/trackd.js';
+import { type AssetsClient, assetsClient } from '../helpers/assets.js';
+import { consumerReaches, drained, natsClient, publish, scanBody } from '../helpers/scans.js';
+import { eventually, spawnTrackd, startNats, startTrackd, testClock } from '../helpers/trackd.js';
 
 /**
  * The report's in-memory order (the shard actor's rank indexes) against a model of what the scans
@@ -30,6 +30,20 @@ function rng(seed: number): () => number {
     s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
     return s / 2 ** 32;
   };
+}
+
+/** Every page of one report view (`query` appended to the path), in order, with the total the last page gave. */
+async function pages(api: AssetsClient, limit: number, query: string): Promise<{ total: number; ids: number[] }> {
+  const ids: number[] = [];
+  let total = -1;
+  for (let offset = 0; ; offset += limit) {
+    const res = await api.req('GET', `/api/v1/reports/asset-locations?limit=${limit}&offset=${offset}${query}`);
+    if (res.status !== 200) throw new Error(`report ${query}: ${res.status} ${res.text}`);
+    total = res.json.total_count;
+    ids.push(...res.json.data.map((r: { asset_id: number }) => r.asset_id));
+    if (offset + limit >= total) break;
+  }
+  return { total, ids };
 }
 
 for (const seed of [1, 2]) {
@@ -71,35 +85,23 @@ for (const seed of [1, 2]) {
         .filter((a) => locationId === undefined || a.location === locationId)
         .sort((x, y) => y.lastSeen! - x.lastSeen! || y.id - x.id)
         .map((a) => a.id);
-    const pages = async (query: string) => {
-      const ids: number[] = [];
-      let total = -1;
-      for (let offset = 0; ; offset += PAGE) {
-        const res = await api.req('GET', `/api/v1/reports/asset-locations?limit=${PAGE}&offset=${offset}${query}`);
-        if (res.status !== 200) throw new Error(`report ${query}: ${res.status} ${res.text}`);
-        total = res.json.total_count;
-        ids.push(...res.json.data.map((r: { asset_id: number }) => r.asset_id));
-        if (offset + PAGE >= total) break;
-      }
-      return { total, ids };
-    };
     let mismatches = 0;
     const check = async (step: string) => {
       const now = quietClock();
       const want = expected(now);
       const views: [string, { total: number; ids: number[] }, number[]][] = [
-        ['default', await pages(''), want],
-        ['ascending', await pages('&sort=asset_last_seen'), [...want].reverse()],
+        ['default', await pages(api, PAGE, ''), want],
+        ['ascending', await pages(api, PAGE, '&sort=asset_last_seen'), [...want].reverse()],
       ];
       for (const l of locations) {
         const here = expected(now, l.id);
-        views.push([`location ${l.id}`, await pages(`&location_id=${l.id}`), here]);
+        views.push([`location ${l.id}`, await pages(api, PAGE, `&location_id=${l.id}`), here]);
         views.push([
           `location ${l.key} ascending`,
-          await pages(`&location_external_key=${l.key}&sort=asset_last_seen`),
+          await pages(api, PAGE, `&location_external_key=${l.key}&sort=asset_last_seen`),
           [...here].reverse(),
         ]);
-        views.push([`location ${l.id} through SQLite`, await pages(`&location_id=${l.id}&location_id=${l.id}`), here]);
+        views.push([`location ${l.id} through SQLite`, await pages(api, PAGE, `&location_id=${l.id}&location_id=${l.id}`), here]);
       }
       for (const [name, got, ids] of views) {
         if (got.total !== ids.length || JSON.stringify(got.ids) !== JSON.stringify(ids)) {
@@ -173,3 +175,93 @@ for (const seed of [1, 2]) {
     );
   });
 }
+
+t.test('kill -9 while a backlog of scans drains: after the restart the index equals the model and the SQLite walk', async (t) => {
+  const random = rng(4242);
+  const nats = await startNats(t);
+  const trackd = await spawnTrackd(t, { natsUrl: nats.url, env: { SHARDS: '1' } });
+  const api = await assetsClient(trackd, 'Report Index Kill');
+  const nc = await natsClient(t, nats.url);
+  const locations: { id: number; key: string }[] = [];
+  for (let i = 0; i < 5; i++) {
+    const res = await api.req('POST', '/api/v1/locations', { external_key: `RK-L${i}`, name: `L${i}` });
+    locations.push({ id: res.json.data.id, key: `RK-L${i}` });
+  }
+  const assets: { id: number; tag: string; lastSeen?: number; location?: number }[] = [];
+  for (let i = 0; i < 120; i++) {
+    const a = await api.create({ external_key: `RK-A${i}`, name: `A${i}`, tags: [{ tag_type: 'rfid', value: `rk${i}` }] });
+    assets.push({ id: a.id, tag: `rk${i}` });
+  }
+  await trackd.stop('SIGTERM');
+
+  // A backlog in shuffled time order (late scans), several assets per scan (ties within a scan).
+  const SCANS = 12_000;
+  const times = Array.from({ length: SCANS }, (_, i) => i);
+  for (let i = times.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [times[i], times[j]] = [times[j]!, times[i]!];
+  }
+  const base = Date.now() - 86_400_000;
+  // The first 40 assets are only in the first 1,000 scans, all applied before the kill: after the
+  // restart their places come from the index's rebuild alone (no later scan moves them again).
+  const PARKED = 40;
+  const bodies = times.map((step, i) => {
+    const at = base + step * 1000;
+    const location = locations[Math.floor(random() * locations.length)]!;
+    const from = i < 1000 ? 0 : PARKED;
+    const chosen = [
+      ...new Set(
+        Array.from({ length: 1 + Math.floor(random() * 12) }, () => assets[from + Math.floor(random() * (assets.length - from))]!),
+      ),
+    ];
+    for (const a of chosen) {
+      if (a.lastSeen !== undefined && a.lastSeen > at) continue;
+      a.lastSeen = at;
+      a.location = location.id;
+    }
+    return scanBody(
+      location.key,
+      chosen.map((a) => `rfid:${a.tag}`),
+      new Date(at),
+    );
+  });
+  for (let i = 0; i < bodies.length; i += 500) {
+    await Promise.all(bodies.slice(i, i + 500).map((b) => publish(nc, `scans.${api.orgId}.fixed`, b)));
+  }
+
+  await trackd.restart();
+  let killedAt = 0;
+  await consumerReaches(
+    nc,
+    (c, last) => {
+      killedAt = c.ackFloor;
+      return c.ackFloor >= 2000;
+    },
+    'SCANS',
+    'trackd-scans',
+  );
+  trackd.process.kill('SIGKILL');
+  await eventually(() => trackd.process.signalCode === 'SIGKILL', 5000);
+  t.ok(killedAt >= 1000 && killedAt < SCANS, `killed mid-drain, after the parked assets' scans (ack floor ${killedAt} of ${SCANS})`);
+  await trackd.restart();
+  await drained(nc);
+
+  const expected = (locationId?: number) =>
+    assets
+      .filter((a) => a.lastSeen !== undefined && (locationId === undefined || a.location === locationId))
+      .sort((x, y) => y.lastSeen! - x.lastSeen! || y.id - x.id)
+      .map((a) => a.id);
+  const everyLocation = locations.map((l) => `&location_id=${l.id}`).join('');
+  const want = expected();
+  const views: [string, { total: number; ids: number[] }, number[]][] = [
+    ['default', await pages(api, 20, ''), want],
+    ['ascending', await pages(api, 20, '&sort=asset_last_seen'), [...want].reverse()],
+    ['every location through SQLite', await pages(api, 20, everyLocation), want],
+  ];
+  for (const l of locations) {
+    const here = expected(l.id);
+    views.push([`location ${l.id}`, await pages(api, 20, `&location_id=${l.id}`), here]);
+    views.push([`location ${l.id} through SQLite`, await pages(api, 20, `&location_id=${l.id}&location_id=${l.id}`), here]);
+  }
+  for (const [name, got, ids] of views) t.same(got, { total: ids.length, ids }, `${name}: equal to the model`);
+});

@@ -1,0 +1,59 @@
+/**
+ * History of one asset with many visits: what a page costs at offset 0 and at deep offsets, through
+ * the real query (assetHistory over a shard file built by the shard migrations), in-process. One
+ * JSON line: microseconds per page (limit 50, default and ascending sort) at each offset.
+ *
+ *   node dist/bench/probes/historyDepth.js [--visits 100000]
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { shardMigrations } from '../../migrations/shard/index.js';
+import { assetHistory } from '../../src/scans/historyQuery.js';
+import { Shard } from '../../src/shards/shard.js';
+import { migrate, openDatabase } from '../../src/storage/sqlite.js';
+
+const { values } = parseArgs({ options: { visits: { type: 'string' } } });
+const VISITS = Number(values.visits ?? 100_000);
+const ASSET = 7;
+const LIMIT = 50;
+const BASE = Date.UTC(2026, 0, 1);
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'history-depth-'));
+const file = path.join(dir, 'shard.sqlite');
+await migrate(file, shardMigrations);
+const writer = openDatabase(file);
+const insert = writer.prepare(
+  'INSERT INTO scan_history (asset_id, event_observed_at, id, location_id, last_seen_at, read_count) VALUES (?, ?, ?, ?, ?, ?)',
+);
+writer.transaction(() => {
+  // Neighbours on both sides, so that the asset's range sits inside a bigger table.
+  for (const asset of [ASSET - 1, ASSET, ASSET + 1]) {
+    for (let v = 0; v < VISITS; v++) insert.run(asset, BASE + v * 60_000, asset * VISITS + v, 1 + (v % 10), BASE + v * 60_000 + 30_000, 3);
+  }
+})();
+writer.close();
+
+const shard = new Shard(0, openDatabase(file, { readonly: true }), undefined as never, undefined as never);
+const now = BASE + VISITS * 60_000 * 2;
+const perPage = (offset: number, desc: boolean) => {
+  const args = { sort: [{ field: 'event_observed_at', desc }], limit: LIMIT, offset };
+  assetHistory(shard, ASSET, args, now);
+  const rounds = 50;
+  const started = performance.now();
+  for (let i = 0; i < rounds; i++) {
+    const page = assetHistory(shard, ASSET, args, now);
+    if (page.total_count !== VISITS || page.data.length !== Math.min(LIMIT, VISITS - offset)) throw new Error(`bad page at ${offset}`);
+  }
+  return Math.round(((performance.now() - started) * 1000) / rounds);
+};
+const offsets = [0, 1_000, Math.floor(VISITS / 2), VISITS - LIMIT];
+console.log(
+  JSON.stringify({
+    visits: VISITS,
+    page_us_desc: Object.fromEntries(offsets.map((o) => [o, perPage(o, true)])),
+    page_us_asc: Object.fromEntries(offsets.map((o) => [o, perPage(o, false)])),
+  }),
+);
+fs.rmSync(dir, { recursive: true, force: true });
