@@ -30,6 +30,12 @@ export function runList<Row>(
     count?: (compute: () => number) => number;
     /** The query to page from, chosen knowing the total (default: `base`). */
     pageBase?: (total: number) => Knex.QueryBuilder;
+    /**
+     * 'follow': the id tiebreak takes the direction of the last sort term, so that a primary key
+     * ending in (sort column, id) serves a descending page whole (with id ascending under a
+     * descending sort SQLite sorts every tie group it walks: 30 ms instead of 3 at offset 99,950).
+     */
+    tiebreak?: 'asc' | 'follow';
   },
 ): { rows: Row[]; total: number } {
   const compute = () => {
@@ -45,7 +51,11 @@ export function runList<Row>(
     if (column === undefined) throw new Error(`no column for sort field ${term.field}`);
     page.orderBy(column, term.desc ? 'desc' : 'asc');
   }
-  page.orderBy(options.idColumn, 'asc').limit(options.limit).offset(options.offset);
+  const idDesc = options.tiebreak === 'follow' && options.sort.at(-1)?.desc === true;
+  page
+    .orderBy(options.idColumn, idDesc ? 'desc' : 'asc')
+    .limit(options.limit)
+    .offset(options.offset);
   const native = page.toSQL().toNative();
   const rows = statements.get(native.sql).all(...(native.bindings as unknown[])) as Row[];
   return { rows, total };

@@ -43,7 +43,7 @@ export function assetExists(shard: Shard, orgId: number, assetId: number): boole
 
 /**
  * One asset's visits: a range read of scan_history's primary key (asset_id, event_observed_at, id)
- * with the location joined; the open visit's running figures come from scan_positions, and the
+ * with the location joined (visits with equal event_observed_at in id order, in the sort's direction); the open visit's running figures come from scan_positions, and the
  * page's location tags from one IN query.
  */
 export function assetHistory(shard: Shard, assetId: number, f: HistoryFilters, now: number): Page<HistoryEvent> {
@@ -54,6 +54,7 @@ export function assetHistory(shard: Shard, assetId: number, f: HistoryFilters, n
     sort: f.sort,
     columns: { event_observed_at: 'h.event_observed_at' },
     idColumn: 'h.id',
+    tiebreak: 'follow',
     limit: f.limit,
     offset: f.offset,
     select: [

@@ -256,3 +256,32 @@ t.test('soft-deletes: include_deleted shows deleted assets; a deleted location l
     'the joined location follows the currently-effective rule',
   );
 });
+
+t.test('history: visits with equal event_observed_at come in id order, in the direction of the sort', async (t) => {
+  const tiedOrg = await trackd.createOrg('Tied Visits Org');
+  const token = (await trackd.createKey(tiedOrg.id)).token;
+  const tied = await seed(trackd, token, {
+    locations: [{ external_key: 'TIE-X' }, { external_key: 'TIE-Y' }, { external_key: 'TIE-Z' }],
+    assets: [{ external_key: 'TIE-1', name: 'Tied', tags: ['rfid:TIE1'] }],
+  });
+  const applied = await metric(trackd, 'trackd_scans_applied_total');
+  const when = at(9000);
+  for (const loc of ['TIE-X', 'TIE-Y', 'TIE-Z']) await publish(nc, `scans.${tiedOrg.id}.fixed`, scanBody(loc, ['rfid:TIE1'], when));
+  await eventually(async () => (await metric(trackd, 'trackd_scans_applied_total')) === applied + 3);
+  const visits = async (sort: string) => {
+    const res = await get(`/api/v1/assets/${tied.assets['TIE-1']}/history?sort=${sort}`, token);
+    t.equal(res.status, 200);
+    return res.json.data.map((v: { location_id: number; event_observed_at: string }) => [v.location_id, v.event_observed_at]);
+  };
+  const [x, y, z] = ['TIE-X', 'TIE-Y', 'TIE-Z'].map((k) => tied.locations[k]);
+  t.same(
+    await visits('event_observed_at'),
+    [x, y, z].map((l) => [l, when]),
+    'ascending: the first arrival first',
+  );
+  t.same(
+    await visits('-event_observed_at'),
+    [z, y, x].map((l) => [l, when]),
+    'descending: the last arrival first',
+  );
+});
