@@ -43,8 +43,9 @@ export function assetExists(shard: Shard, orgId: number, assetId: number): boole
 
 /**
  * One asset's visits: a range read of scan_history's primary key (asset_id, event_observed_at, id)
- * with the location joined (visits with equal event_observed_at in id order, in the sort's direction); the open visit's running figures come from scan_positions, and the
- * page's location tags from one IN query.
+ * with the location joined (visits with equal event_observed_at in id order, in the sort's
+ * direction); the open visit's running figures come from scan_positions, and the page's location
+ * tags from one IN query.
  */
 export function assetHistory(shard: Shard, assetId: number, f: HistoryFilters, now: number): Page<HistoryEvent> {
   const base = sqlBuilder('scan_history as h').leftJoin('locations as l', 'l.id', 'h.location_id').where('h.asset_id', assetId);
