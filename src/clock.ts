@@ -1,7 +1,8 @@
 /**
  * Where trackd reads the time. Requests take one reading when they start (`RequestContext.now`),
  * shard commands carry the reading of the thread that sent them (so an actor's effects are a
- * function of its messages: the seam for replaying a journal), scan batches carry the consumer's.
+ * function of its messages: the seam for replaying a journal), scan batches carry the time JetStream
+ * stored their messages (never the consumer's clock).
  * Tests and replays inject another clock; everything else uses `systemClock`.
  */
 export interface Clock {

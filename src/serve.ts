@@ -36,11 +36,17 @@ export interface ServeOptions {
   /** Log to this file instead of stdout (the in-process test harness, whose stdout is TAP). */
   logFile?: string;
   /**
-   * Where this thread reads the time: the scan consumer, the shard commands it and injected requests
-   * send, and their authentication (the in-process harness moves it past expiries and boundaries).
-   * The HTTP threads keep the system clock.
+   * Where this thread reads the time: the shard commands it and injected requests send, and their
+   * authentication (the in-process harness moves it past expiries and boundaries). The HTTP threads
+   * keep the system clock; scans take their time from JetStream.
    */
   clock?: Clock;
+  /**
+   * A directory where each shard actor appends the records of its committed state changes as JSON
+   * lines (`shard-<index>.records.jsonl`, see shards/records.ts): what a replay applies again.
+   * Unset (the default): nothing is recorded and nothing is spent on it.
+   */
+  recordDir?: string;
 }
 
 /**
@@ -68,6 +74,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
     (index, err) => onCrash(new Error(`shard ${index}: ${err.message}`)),
     (shard, reportIndex) =>
       logger.info({ shard, report_index: { ...reportIndex, megabytes: Math.round(reportIndex.bytes / 1e5) / 10 } }, 'shard actor started'),
+    options.recordDir,
   );
   const readiness = Readiness.initial({ storage: true, consumer: false });
   const shards = new ShardRegistry(config.DATA_DIR, control, actors.link(options.clock));

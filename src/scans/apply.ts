@@ -25,7 +25,14 @@ export interface ApplyOptions {
    * instead of growing with every scan a parked tag produces.
    */
   eventIdRetentionMs?: number;
-  /** The batch's time (the consumer's clock reading): event-id pruning is judged against it. Default: the system clock. */
+}
+
+/** What a batch is sent with besides its rules: its time, which event ids are remembered from and pruned against. */
+export interface BatchTime {
+  /**
+   * The latest JetStream timestamp among the batch's messages (ms), so that the batch's effects are
+   * a function of its messages; default: the sender's clock (tools and benchmarks that have no stream).
+   */
   now?: number;
 }
 
@@ -121,7 +128,6 @@ class ScanStore {
   private readonly locationMisses = new Set<string>();
   private readonly applied = new Map<string, number>();
   private epoch = -1;
-  private lastPrune = 0;
   private batchStartedAt = 0;
   private additions = -1;
   private nextHistoryId: number;
@@ -154,21 +160,28 @@ class ScanStore {
     return seq;
   }
 
-  /** Forgets event ids older than the retention horizon, at most about ten times per horizon (indexed delete). */
+  /**
+   * Forgets event ids older than the retention horizon before `now`. The horizon moves in steps of
+   * about a tenth of the retention (at most a minute), so most batches delete nothing (one index
+   * seek) and the deletes come in a few bulk runs per horizon; being a function of `now` alone, the
+   * same batches prune the same ids wherever they are applied (a replay, another node).
+   */
   private pruneEventIds(retentionMs: number, now: number): void {
     this.batchStartedAt = now;
-    if (this.batchStartedAt - this.lastPrune < Math.min(60_000, Math.max(100, retentionMs / 10))) return;
-    this.lastPrune = this.batchStartedAt;
-    this.s.pruneEvents.run(this.batchStartedAt - retentionMs);
+    const step = Math.min(60_000, Math.max(100, Math.floor(retentionMs / 10)));
+    this.s.pruneEvents.run(Math.floor((now - retentionMs) / step) * step);
   }
 
   /** Applies scans in one transaction; the in-memory positions change only once it commits. */
-  applyBatch(items: SourcedScan[], options: ApplyOptions): ScanOutcome[] {
+  applyBatch(items: SourcedScan[], options: ApplyOptions, now: number): ScanOutcome[] {
     const touched = new Map<number, Position>();
     const appliedSeqs = new Map<string, number>();
     this.trimPositions();
-    const outcomes = this.db.transaction(() => {
-      this.pruneEventIds(options.eventIdRetentionMs ?? DEFAULT_EVENT_ID_RETENTION_MS, options.now ?? Date.now());
+    // History ids follow the committed rows: a batch that rolls back gives its ids back, so that the
+    // ids are a function of the committed batches (a replay of them draws the same).
+    const firstHistoryId = this.nextHistoryId;
+    const apply = this.db.transaction(() => {
+      this.pruneEventIds(options.eventIdRetentionMs ?? DEFAULT_EVENT_ID_RETENTION_MS, now);
       const { epoch, additions } = this.s.epoch.get() as { epoch: number; additions: number };
       if (epoch !== this.epoch) {
         this.tagHits.clear();
@@ -203,7 +216,14 @@ class ScanStore {
       }
       for (const [stream, seq] of appliedSeqs) this.s.saveApplied.run(stream, '', seq);
       return out;
-    })();
+    });
+    let outcomes: ScanOutcome[];
+    try {
+      outcomes = apply();
+    } catch (err) {
+      this.nextHistoryId = firstHistoryId;
+      throw err;
+    }
     for (const [assetId, p] of touched) {
       const before = p.stored ? this.positions.get(assetId) : undefined;
       this.report.moved(p.orgId, assetId, before ?? undefined, p.lastSeenAt, p.locationId);
@@ -472,13 +492,15 @@ const storeOf = shardState((shard: ShardWriter) => new ScanStore(shard.writer, r
  */
 const applyCommand = shardCommand(
   'scans.apply',
-  (shard, { items, options }: { items: SourcedScan[]; options: ApplyOptions }): ScanOutcome[] => storeOf(shard).applyBatch(items, options),
+  (shard, { items, options }: { items: SourcedScan[]; options: ApplyOptions }): ScanOutcome[] =>
+    storeOf(shard).applyBatch(items, options, shard.now),
   'scans',
 );
 
-export function applyScanBatch(shard: Shard, items: SourcedScan[], options: ApplyOptions): Promise<ScanOutcome[]> {
+export function applyScanBatch(shard: Shard, items: SourcedScan[], options: ApplyOptions & BatchTime): Promise<ScanOutcome[]> {
+  const { now, ...rules } = options;
   // No deadline: the consumer acks only after the answer, so a slow batch is waited for, never dropped.
-  return shard.send(applyCommand, { items, options }, {});
+  return shard.send(applyCommand, { items, options: rules }, { now });
 }
 
 const bindCommand = shardCommand(

@@ -12,7 +12,6 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
-import { systemClock, type Clock } from '../clock.js';
 import type { Services } from '../services.js';
 import { Backoff } from './backoff.js';
 import { LaneScheduler } from './laneScheduler.js';
@@ -54,7 +53,16 @@ interface InHand {
   /** Scans (`items.length`) and tag reads in `items`: what the batch rules weigh. */
   scans: number;
   reads: number;
+  /** When JetStream stored the message (ms): the message's "now" (see streamTime). */
+  at: number;
 }
+
+/**
+ * The time of a message is when JetStream stored it, not when trackd happens to read it: the same
+ * message then gets the same decisions (future_observed_at, the event-id horizon) on a redelivery,
+ * a replay or another node. Milliseconds as nats.js derives them (`JsMsg.time`).
+ */
+const streamTime = (msg: JsMsg) => Math.floor(msg.info.timestampNanos / 1_000_000);
 
 interface RouteEntry {
   route: MessageRoute;
@@ -89,7 +97,6 @@ class ScanConsumer implements ScanIngest {
   private readonly loop: Promise<void>;
   private readonly historyGapMs: number;
   private readonly eventIdRetentionMs: number;
-  private readonly clock: Clock;
   /** Connected and consuming (readiness). */
   ready = false;
 
@@ -103,7 +110,6 @@ class ScanConsumer implements ScanIngest {
   ) {
     this.historyGapMs = services.config.HISTORY_GAP_SECONDS * 1000;
     this.eventIdRetentionMs = services.config.EVENT_ID_RETENTION_SECONDS * 1000;
-    this.clock = services.clock ?? systemClock;
     const { metrics } = services;
     metrics.onCollect(() => {
       metrics.set('trackd_scans_in_hand', 'Scan messages delivered and not yet acked', source.labels, this.inHand.size);
@@ -238,7 +244,8 @@ class ScanConsumer implements ScanIngest {
       this.deadLetter(msg, route.orgToken, { reason: 'unknown_org', detail: `organization ${route.orgId} does not exist` }, labels);
       return;
     }
-    const decoded = this.source.decode(msg.subject, route.orgId, msg.data, this.clock.now());
+    const at = streamTime(msg);
+    const decoded = this.source.decode(msg.subject, route.orgId, msg.data, at);
     if ('dead' in decoded) {
       this.deadLetter(msg, route.orgToken, decoded.dead, labels);
       return;
@@ -255,17 +262,20 @@ class ScanConsumer implements ScanIngest {
     const items = decoded.scans.map((scan, i) => ({ scan, stream: this.source.stream, seq: i === 0 ? seq : 0 }));
     let reads = 0;
     for (const s of decoded.scans) reads += s.reads.length;
-    this.lanes.enqueue(shardIndex, { msg, orgToken: route.orgToken, items, labels, labelKey, scans: items.length, reads });
+    this.lanes.enqueue(shardIndex, { msg, orgToken: route.orgToken, items, labels, labelKey, scans: items.length, reads, at });
   }
 
   /** One batch on its shard, timed. */
   private async apply(index: number, batch: InHand[]): Promise<ScanOutcome[]> {
     const shard = await this.services.shards.open(index);
     const started = performance.now();
+    // One time per transaction: the latest of its messages' (a batch holds one stream's messages in order).
+    let now = 0;
+    for (const b of batch) if (b.at > now) now = b.at;
     const outcomes = await applyScanBatch(
       shard,
       batch.flatMap((b) => b.items),
-      { historyGapMs: this.historyGapMs, eventIdRetentionMs: this.eventIdRetentionMs, now: this.clock.now() },
+      { historyGapMs: this.historyGapMs, eventIdRetentionMs: this.eventIdRetentionMs, now },
     );
     this.services.metrics.observe(
       'trackd_scan_batch_seconds',

@@ -302,4 +302,5 @@ export const reportPageCommand = shardCommand(
   (shard, args: ReportPageArgs): IndexedPage | undefined =>
     reportIndexOf(shard).page(args.orgId, args.locationId, args.descending, args.offset, args.limit, shard.now),
   'scans',
+  { readOnly: true },
 );

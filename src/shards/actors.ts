@@ -29,6 +29,7 @@ export class ShardActors {
     private readonly dataDir: string,
     private readonly onCrash: (index: number, err: Error) => void,
     private readonly onStarted: (index: number, reportIndex: ReportIndexFigures) => void = () => {},
+    private readonly recordDir?: string,
   ) {}
 
   private start(index: number): Promise<Actor> {
@@ -36,7 +37,7 @@ export class ShardActors {
     if (actor === undefined) {
       actor = new Promise<Actor>((resolve, reject) => {
         const generations = new ShardGenerations().buffer;
-        const workerData: ShardWorkerData = { dataDir: this.dataDir, index, generations };
+        const workerData: ShardWorkerData = { dataDir: this.dataDir, index, generations, recordDir: this.recordDir };
         const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData, name: `shard-${index}` });
         let started = false;
         worker.once('message', (message: FromShardWorker) => {

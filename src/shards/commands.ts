@@ -8,6 +8,8 @@ import type { ShardWriter } from './writer.js';
  */
 export interface ShardCommand<A, R> {
   readonly name: string;
+  /** Whether a commit of it is a state change to record (records.ts); false for commands that only read. */
+  readonly recorded: boolean;
   run(writer: ShardWriter, args: A): R;
   effects(args: A, result: R): WriteEffects;
 }
@@ -19,9 +21,15 @@ export function shardCommand<A, R>(
   name: string,
   run: (writer: ShardWriter, args: A) => R,
   effects: WriteEffects | ((args: A, result: R) => WriteEffects),
+  options: { readOnly?: boolean } = {},
 ): ShardCommand<A, R> {
   if (registry.has(name)) throw new Error(`shard command ${name} defined twice`);
-  const command: ShardCommand<A, R> = { name, run, effects: typeof effects === 'function' ? effects : () => effects };
+  const command: ShardCommand<A, R> = {
+    name,
+    recorded: options.readOnly !== true,
+    run,
+    effects: typeof effects === 'function' ? effects : () => effects,
+  };
   registry.set(name, command as ShardCommand<unknown, unknown>);
   return command;
 }

@@ -49,20 +49,22 @@ export function decodeError(encoded: EncodedError): Error {
   return err;
 }
 
-function commandMessage<A>(
-  id: number,
-  command: ShardCommand<A, unknown>,
-  args: A,
-  clock: Clock,
-  options: { deadlineMs?: number },
-): CommandMessage {
-  const now = clock.now();
-  return { id, name: command.name, args, now, deadline: options.deadlineMs === undefined ? undefined : now + options.deadlineMs };
+function commandMessage<A>(id: number, command: ShardCommand<A, unknown>, args: A, clock: Clock, options: SendOptions): CommandMessage {
+  const sent = clock.now();
+  const deadline = options.deadlineMs === undefined ? undefined : sent + options.deadlineMs;
+  return { id, name: command.name, args, now: options.now ?? sent, deadline };
+}
+
+export interface SendOptions {
+  /** Refuse the command (503, nothing changed) when it waited longer than this in the mailbox. */
+  deadlineMs?: number;
+  /** The command's "now" when it is not the sender's clock (a scan batch: its messages' stream time). */
+  now?: number;
 }
 
 /** How callers reach a shard actor; commands keep their order per mailbox and are answered after their commit. */
 export interface Mailbox {
-  send<A, R>(command: ShardCommand<A, R>, args: A, options?: { deadlineMs?: number }): Promise<R>;
+  send<A, R>(command: ShardCommand<A, R>, args: A, options?: SendOptions): Promise<R>;
   close(): Promise<void>;
 }
 
@@ -90,7 +92,7 @@ export class PortMailbox implements Mailbox {
     port.unref();
   }
 
-  send<A, R>(command: ShardCommand<A, R>, args: A, options: { deadlineMs?: number } = {}): Promise<R> {
+  send<A, R>(command: ShardCommand<A, R>, args: A, options: SendOptions = {}): Promise<R> {
     const message = commandMessage(this.nextId++, command, args, this.clock, options);
     return new Promise<R>((resolve, reject) => {
       this.waiting.set(message.id, { resolve: resolve as (value: unknown) => void, reject });
@@ -118,7 +120,7 @@ export class LocalMailbox implements Mailbox {
     private readonly clock: Clock = systemClock,
   ) {}
 
-  send<A, R>(command: ShardCommand<A, R>, args: A, options: { deadlineMs?: number } = {}): Promise<R> {
+  send<A, R>(command: ShardCommand<A, R>, args: A, options: SendOptions = {}): Promise<R> {
     const message = commandMessage(this.nextId++, command, structuredClone(args), this.clock, options);
     const run = this.tail.then(() => {
       const answer = this.writer.execute(message);

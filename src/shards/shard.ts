@@ -1,7 +1,7 @@
 import { openDatabase, StatementCache, type Db } from '../storage/sqlite.js';
 import type { ShardCommand } from './commands.js';
 import type { ShardGenerations } from './generations.js';
-import type { Mailbox } from './mailbox.js';
+import type { Mailbox, SendOptions } from './mailbox.js';
 import { shardFile } from './writer.js';
 
 export type { RowEffects, WriteEffects } from './generations.js';
@@ -33,7 +33,7 @@ export class Shard {
   }
 
   /** Sends a command to the shard's actor; it runs after every command this thread sent before it. */
-  send<A, R>(command: ShardCommand<A, R>, args: A, options: { deadlineMs?: number } = { deadlineMs: COMMAND_DEADLINE_MS }): Promise<R> {
+  send<A, R>(command: ShardCommand<A, R>, args: A, options: SendOptions = { deadlineMs: COMMAND_DEADLINE_MS }): Promise<R> {
     return this.mailbox.send(command, args, options);
   }
 

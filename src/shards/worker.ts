@@ -9,12 +9,15 @@ import { reportIndexOf } from '../scans/reportIndex.js';
 import './commandIndex.js';
 import { ShardGenerations } from './generations.js';
 import type { CommandMessage } from './mailbox.js';
+import { jsonLinesSink, recordFile } from './records.js';
 import { ShardWriter } from './writer.js';
 
 export interface ShardWorkerData {
   dataDir: string;
   index: number;
   generations: SharedArrayBuffer;
+  /** When set, the actor appends a record of each committed state change to a JSON-lines file in it. */
+  recordDir?: string;
 }
 
 /** What the actor's report index holds after its build at start, and how long the build took. */
@@ -36,6 +39,8 @@ try {
   const writer = await ShardWriter.open(data.dataDir, data.index, control, new ShardGenerations(data.generations), {
     placement: scanPlacement,
   });
+  const records = data.recordDir === undefined ? undefined : jsonLinesSink(recordFile(data.recordDir, data.index));
+  writer.recordTo(records?.write);
   // Built before the actor is ready, so that start-up (not the first report) pays for it.
   const building = performance.now();
   const report = reportIndexOf(writer).footprint();
@@ -49,6 +54,7 @@ try {
     } else if (message.type === 'close') {
       for (const port of ports) port.close();
       writer.close();
+      records?.close();
       control.close();
       parent.postMessage({ type: 'closed' } satisfies FromShardWorker);
       parent.close();

@@ -96,6 +96,8 @@ export interface StartOptions {
   dataDir?: string;
   /** The clock of the in-process service (startTrackd only): `advance` it past an expiry instead of sleeping. */
   clock?: TestClock;
+  /** startTrackd only: each shard actor records its committed state changes in this directory (serve's recordDir). */
+  recordDir?: string;
 }
 
 /** The wall clock moved forward by hand: time still passes, so timeouts and deadlines keep working. */
@@ -233,7 +235,7 @@ export async function startTrackd(t: Teardown, options: StartOptions = {}): Prom
   const config = () => loadConfig({ ...process.env, ...env });
   let service: RunningService | undefined;
   try {
-    service = await serve(config(), { logFile, clock: options.clock });
+    service = await serve(config(), { logFile, clock: options.clock, recordDir: options.recordDir });
   } catch (err) {
     fs.rmSync(logDir, { recursive: true, force: true });
     await release();
@@ -292,7 +294,7 @@ export async function startTrackd(t: Teardown, options: StartOptions = {}): Prom
     },
     async restart() {
       await trackd.stop();
-      service = await serve(config(), { logFile, clock: options.clock });
+      service = await serve(config(), { logFile, clock: options.clock, recordDir: options.recordDir });
     },
   };
   return trackd;
