@@ -1,3 +1,4 @@
+import { summarize } from '../lib/loadSpec.js';
 import type { CustomScenario } from '../lib/scenario.js';
 
 const LIMIT = 200;
@@ -37,10 +38,9 @@ export const reportFullScan: CustomScenario = {
     }
     const seconds = (performance.now() - started) / 1000;
     if (seen.size !== total) throw new Error(`report-full-scan: ${seen.size} assets seen, total_count ${total}`);
-    latencies.sort((a, b) => a - b);
-    const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
+    const { p50, p99, max } = summarize(Float64Array.from(latencies), latencies.length);
     return {
-      trackd: { rate: latencies.length / seconds, p50: at(0.5), p99: at(0.99), max: at(1), count: latencies.length },
+      trackd: { rate: latencies.length / seconds, p50, p99, max, count: latencies.length },
       ceiling: { name: 'fixed-body', rate: helpers.fixedRate },
       extra: { seconds, assets: seen.size, pages: latencies.length },
     };

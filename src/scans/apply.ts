@@ -225,8 +225,8 @@ class ScanStore {
       throw err;
     }
     for (const [assetId, p] of touched) {
-      const before = p.stored ? this.positions.get(assetId) : undefined;
-      this.report.moved(p.orgId, assetId, before ?? undefined, p.lastSeenAt, p.locationId);
+      // A stored position was committed before this batch: its copy in `positions` is the old place.
+      this.report.moved(p.orgId, assetId, p.stored ? this.positions.get(assetId)! : undefined, p.lastSeenAt, p.locationId);
       p.stored = true;
       this.positions.set(assetId, p);
     }

@@ -32,6 +32,10 @@ function rng(seed: number): () => number {
   };
 }
 
+/** The report's default order: last seen first, ties by id descending. */
+const reportOrder = (x: { id: number; lastSeen?: number }, y: { id: number; lastSeen?: number }) =>
+  y.lastSeen! - x.lastSeen! || y.id - x.id;
+
 /** Every page of one report view (`query` appended to the path), in order, with the total the last page gave. */
 async function pages(api: AssetsClient, limit: number, query: string): Promise<{ total: number; ids: number[] }> {
   const ids: number[] = [];
@@ -83,7 +87,7 @@ for (const seed of [1, 2]) {
       assets
         .filter((a) => a.lastSeen !== undefined && !a.deleted && a.validFrom <= now && (a.validTo === null || a.validTo > now))
         .filter((a) => locationId === undefined || a.location === locationId)
-        .sort((x, y) => y.lastSeen! - x.lastSeen! || y.id - x.id)
+        .sort(reportOrder)
         .map((a) => a.id);
     let mismatches = 0;
     const check = async (step: string) => {
@@ -249,7 +253,7 @@ t.test('kill -9 while a backlog of scans drains: after the restart the index equ
   const expected = (locationId?: number) =>
     assets
       .filter((a) => a.lastSeen !== undefined && (locationId === undefined || a.location === locationId))
-      .sort((x, y) => y.lastSeen! - x.lastSeen! || y.id - x.id)
+      .sort(reportOrder)
       .map((a) => a.id);
   const everyLocation = locations.map((l) => `&location_id=${l.id}`).join('');
   const want = expected();
