@@ -7,6 +7,7 @@ import * as scanReport from './005_scan_report.js';
 import * as scanResolution from './006_scan_resolution.js';
 import * as eventIdRetention from './007_event_id_retention.js';
 import * as validityBoundaries from './008_validity_boundaries.js';
+import * as reportOrderInMemory from './009_report_order_in_memory.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
 export const shardMigrations: Migration[] = [
@@ -18,4 +19,5 @@ export const shardMigrations: Migration[] = [
   scanResolution,
   eventIdRetention,
   validityBoundaries,
+  reportOrderInMemory,
 ];

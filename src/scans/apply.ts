@@ -96,6 +96,8 @@ function prepareStatements(db: Db) {
                        SELECT ?, ?, ?, ?, ?, ?, ?, a.deleted_at, a.valid_from, a.valid_to FROM assets a WHERE a.id = ?`),
     updatePosition: p(`UPDATE scan_positions SET location_id = ?, last_seen_at = ?, visit_id = ?, visit_started_at = ?, visit_read_count = ?
                        WHERE asset_id = ?`),
+    // A re-read names only the columns it changes: SQLite then leaves the location index alone.
+    extendPosition: p('UPDATE scan_positions SET last_seen_at = ?, visit_read_count = ? WHERE asset_id = ?'),
     insertVisit: p(
       'INSERT INTO scan_history (asset_id, event_observed_at, id, location_id, last_seen_at, read_count) VALUES (?, ?, ?, ?, ?, ?)',
     ),
@@ -201,7 +203,15 @@ class ScanStore {
         offset += item.scan.reads.length;
       }
       for (const p of touched.values()) {
-        if (p.stored) this.s.updatePosition.run(p.locationId, p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount, p.assetId);
+        const before = p.stored ? this.positions.get(p.assetId) : undefined;
+        if (
+          before != null &&
+          before.locationId === p.locationId &&
+          before.visitId === p.visitId &&
+          before.visitStartedAt === p.visitStartedAt
+        )
+          this.s.extendPosition.run(p.lastSeenAt, p.visitReadCount, p.assetId);
+        else if (p.stored) this.s.updatePosition.run(p.locationId, p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount, p.assetId);
         else
           this.s.insertPosition.run(
             p.assetId,

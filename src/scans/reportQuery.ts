@@ -126,11 +126,12 @@ const LIVE_COUNT = `SELECT
   - (SELECT count(*) FROM scan_positions WHERE org_id = @org AND asset_deleted_at IS NULL AND asset_valid_to IS NOT NULL AND asset_valid_to <= @now)`;
 
 /**
- * The asset-locations report. The filters, the sort and the asset liveness rule run on
- * scan_positions alone (the asset's liveness is copied there, migration 004), walking
- * scan_positions_seen for the default sort or scan_positions_location for a location filter; the
- * assets table is joined in that walk only for q, asset_external_key and its sort, the locations
- * table only for the location_external_key sort. The page's 50 rows are then read by id.
+ * The asset-locations report where the report index does not answer. The filters, the sort and the
+ * asset liveness rule run on scan_positions alone (the asset's liveness is copied there, migration
+ * 005), walking scan_positions_location for a location filter; no index holds last_seen_at
+ * (migration 009), so the matching rows are sorted. The assets table is joined only for q,
+ * asset_external_key and its sort, the locations table only for the location_external_key sort.
+ * The page's rows are then read by id.
  */
 export function assetLocationsReport(shard: Shard, orgId: number, f: ReportFilters, now: number): Page<AssetLocationItem> {
   const includeDeleted = f.include_deleted === true;

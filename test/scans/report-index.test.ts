@@ -237,7 +237,7 @@ t.test('kill -9 while a backlog of scans drains: after the restart the index equ
   let killedAt = 0;
   await consumerReaches(
     nc,
-    (c, last) => {
+    (c) => {
       killedAt = c.ackFloor;
       return c.ackFloor >= 2000;
     },
