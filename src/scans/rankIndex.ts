@@ -52,6 +52,11 @@ export class RankIndex {
     return this.total;
   }
 
+  /** Whether (ka, ia) comes before (kb, ib) in this index's order. */
+  before(ka: number, ia: number, kb: number, ib: number): boolean {
+    return this.compare(ka, ia, kb, ib) < 0;
+  }
+
   /** Negative when (ka, ia) comes before (kb, ib) in this index's order. */
   private compare(ka: number, ia: number, kb: number, ib: number): number {
     const c = ka !== kb ? kb - ka : ib - ia;
@@ -134,6 +139,14 @@ export class RankIndex {
     return { ids, keys };
   }
 
+  /** How many entries come before (key, id) in this index's order. */
+  rankOf(key: number, id: number): number {
+    const bi = this.blockFor(key, id);
+    let rank = 0;
+    for (let i = 0; i < bi; i++) rank += this.blocks[i]!.length;
+    return rank + this.positionIn(this.blocks[bi]!, key, id);
+  }
+
   /** Bytes held by the typed arrays. */
   bytes(): number {
     let bytes = 0;
@@ -151,4 +164,39 @@ export class RankIndex {
     b.length = half;
     this.blocks.splice(bi + 1, 0, right);
   }
+}
+
+/**
+ * The entries at ranks offset..offset+limit-1 of the union of two disjoint indexes of one order, in
+ * O(√n · log m + limit) where m is the smaller: how many of the first `offset` come from `small` is
+ * found by binary search (each probe ranks one of its entries in `large`), then the two runs merge.
+ */
+export function unionEntries(large: RankIndex, small: RankIndex, offset: number, limit: number): { ids: number[]; keys: number[] } {
+  // fromSmall(i): true when `small`'s i-th entry comes before the union's rank offset, i.e. fewer than
+  // offset - i entries of `large` precede it.
+  let lo = Math.max(0, offset - large.size);
+  let hi = Math.min(offset, small.size);
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    const e = small.entries(mid, 1);
+    if (large.rankOf(e.keys[0]!, e.ids[0]!) + mid < offset) lo = mid + 1;
+    else hi = mid;
+  }
+  const a = large.entries(offset - lo, limit);
+  const b = small.entries(lo, limit);
+  const ids: number[] = [];
+  const keys: number[] = [];
+  let i = 0;
+  let j = 0;
+  while (ids.length < limit && (i < a.ids.length || j < b.ids.length)) {
+    const takeA = j >= b.ids.length || (i < a.ids.length && large.before(a.keys[i]!, a.ids[i]!, b.keys[j]!, b.ids[j]!));
+    if (takeA) {
+      ids.push(a.ids[i]!);
+      keys.push(a.keys[i++]!);
+    } else {
+      ids.push(b.ids[j]!);
+      keys.push(b.keys[j++]!);
+    }
+  }
+  return { ids, keys };
 }

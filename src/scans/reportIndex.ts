@@ -2,7 +2,7 @@ import { shardCommand } from '../shards/commands.js';
 import { shardState } from '../shards/state.js';
 import type { ShardWriter } from '../shards/writer.js';
 import type { Db } from '../storage/sqlite.js';
-import { RankIndex } from './rankIndex.js';
+import { RankIndex, unionEntries } from './rankIndex.js';
 
 interface PositionLiveness {
   asset_id: number;
@@ -22,12 +22,21 @@ interface Dirty {
   locationId: number;
 }
 
-/** The live positions of one organization, in report order: all of them, and per current location. */
+/**
+ * The positions of one organization, in report order: the live ones, all of them and per current
+ * location; and apart, those of soft-deleted assets still within their validity window (for
+ * include_deleted, merged with the live ones by rank).
+ */
 class OrgPositions {
   readonly all = new RankIndex();
   readonly byLocation = new Map<number, RankIndex>();
+  readonly deleted = new RankIndex();
 
-  add(assetId: number, lastSeenAt: number, locationId: number): void {
+  add(assetId: number, lastSeenAt: number, locationId: number, deleted: boolean): void {
+    if (deleted) {
+      this.deleted.insert(lastSeenAt, assetId);
+      return;
+    }
     this.all.insert(lastSeenAt, assetId);
     let at = this.byLocation.get(locationId);
     if (at === undefined) {
@@ -37,15 +46,15 @@ class OrgPositions {
     at.insert(lastSeenAt, assetId);
   }
 
-  /** False when the position was not a member (its asset not live). */
-  remove(assetId: number, lastSeenAt: number, locationId: number): boolean {
-    if (!this.all.remove(lastSeenAt, assetId)) return false;
+  /** Whether the position was a member, live or deleted (undefined: neither, its asset not effective). */
+  remove(assetId: number, lastSeenAt: number, locationId: number): 'live' | 'deleted' | undefined {
+    if (!this.all.remove(lastSeenAt, assetId)) return this.deleted.remove(lastSeenAt, assetId) ? 'deleted' : undefined;
     const at = this.byLocation.get(locationId);
     if (at !== undefined) {
       at.remove(lastSeenAt, assetId);
       if (at.size === 0) this.byLocation.delete(locationId);
     }
-    return true;
+    return 'live';
   }
 }
 
@@ -169,10 +178,9 @@ export class ReportIndex {
     return org;
   }
 
-  /** Adds a committed position if its asset is live at the index's time; remembers its next boundary. */
+  /** Adds a committed position if its asset is effective at the index's time (live or deleted); remembers its next boundary. */
   private judge(row: PositionLiveness): void {
     const now = this.judgedAt;
-    if (row.asset_deleted_at !== null) return;
     if (row.asset_valid_from > now) {
       this.boundaries.push(row.asset_valid_from, row.asset_id);
       return;
@@ -185,7 +193,7 @@ export class ReportIndex {
       }
       this.boundaries.push(row.asset_valid_to, row.asset_id);
     }
-    this.org(row.org_id).add(row.asset_id, row.last_seen_at, row.location_id);
+    this.org(row.org_id).add(row.asset_id, row.last_seen_at, row.location_id, row.asset_deleted_at !== null);
   }
 
   /** Judges a position again from its committed row (gone: it leaves the index). */
@@ -212,7 +220,8 @@ export class ReportIndex {
       return;
     }
     const org = this.orgs.get(orgId);
-    if (org?.remove(assetId, before.lastSeenAt, before.locationId)) org.add(assetId, lastSeenAt, locationId);
+    const was = org?.remove(assetId, before.lastSeenAt, before.locationId);
+    if (was !== undefined) org!.add(assetId, lastSeenAt, locationId, was === 'deleted');
   }
 
   /** After every command (committed or not): the positions its liveness changes touched, judged on the committed rows. */
@@ -241,31 +250,34 @@ export class ReportIndex {
 
   /**
    * One page of the report in `asset_last_seen` order (descending, or ascending), of the whole org
-   * or of one location; undefined when the index cannot answer for `now` (a time before a boundary
-   * it already applied), and the caller asks SQLite.
+   * (with or without deleted assets) or of one location (live assets); undefined when the index
+   * cannot answer for `now` (a time before a boundary it already applied), and the caller asks SQLite.
    */
-  page(
-    orgId: number,
-    locationId: number | undefined,
-    descending: boolean,
-    offset: number,
-    limit: number,
-    now: number,
-  ): IndexedPage | undefined {
+  page(args: ReportPageArgs, now: number): IndexedPage | undefined {
+    const { orgId, locationId, descending, offset, limit } = args;
     this.settle();
     this.advance(now);
     if (now < this.settledSince) return undefined;
     const org = this.orgs.get(orgId);
-    const index = org === undefined ? undefined : locationId === undefined ? org.all : org.byLocation.get(locationId);
-    if (index === undefined) return { total: 0, ids: [], lastSeen: [] };
-    const total = index.size;
+    if (org === undefined) return { total: 0, ids: [], lastSeen: [] };
+    let total: number;
+    let entries: (from: number, count: number) => { ids: number[]; keys: number[] };
+    if (args.includeDeleted === true && locationId === undefined) {
+      total = org.all.size + org.deleted.size;
+      entries = (from, count) => unionEntries(org.all, org.deleted, from, count);
+    } else {
+      const index = locationId === undefined ? org.all : org.byLocation.get(locationId);
+      if (index === undefined) return { total: 0, ids: [], lastSeen: [] };
+      total = index.size;
+      entries = (from, count) => index.entries(from, count);
+    }
     if (descending) {
-      const { ids, keys } = index.entries(offset, limit);
+      const { ids, keys } = entries(offset, limit);
       return { total, ids, lastSeen: keys };
     }
     const end = total - offset;
     if (end <= 0) return { total, ids: [], lastSeen: [] };
-    const { ids, keys } = index.entries(Math.max(0, end - limit), Math.min(limit, end));
+    const { ids, keys } = entries(Math.max(0, end - limit), Math.min(limit, end));
     return { total, ids: ids.reverse(), lastSeen: keys.reverse() };
   }
 
@@ -274,8 +286,8 @@ export class ReportIndex {
     let positions = 0;
     let bytes = 0;
     for (const org of this.orgs.values()) {
-      positions += org.all.size;
-      bytes += org.all.bytes();
+      positions += org.all.size + org.deleted.size;
+      bytes += org.all.bytes() + org.deleted.bytes();
       for (const at of org.byLocation.values()) bytes += at.bytes();
     }
     return { positions, bytes };
@@ -292,6 +304,8 @@ export const reportIndexOf = shardState((shard: ShardWriter) => {
 export interface ReportPageArgs {
   orgId: number;
   locationId?: number;
+  /** With soft-deleted assets (whole org only). */
+  includeDeleted?: boolean;
   descending: boolean;
   offset: number;
   limit: number;
@@ -299,8 +313,7 @@ export interface ReportPageArgs {
 
 export const reportPageCommand = shardCommand(
   'scans.reportPage',
-  (shard, args: ReportPageArgs): IndexedPage | undefined =>
-    reportIndexOf(shard).page(args.orgId, args.locationId, args.descending, args.offset, args.limit, shard.now),
+  (shard, args: ReportPageArgs): IndexedPage | undefined => reportIndexOf(shard).page(args, shard.now),
   'scans',
   { readOnly: true },
 );

@@ -67,8 +67,8 @@ function pageRows(shard: Shard, ids: number[]): Map<number, ReportRow> {
 
 /**
  * The report through the shard actor's rank indexes (reportIndex.ts) when they answer the query:
- * sorted by asset_last_seen alone, live assets only, the whole org or one location, no other
- * filter. Undefined otherwise (and for a time before a validity boundary the index has applied):
+ * sorted by asset_last_seen alone, the whole org (with or without include_deleted) or one location
+ * (live assets), no other filter. Undefined otherwise (and for a time before a validity boundary the index has applied):
  * then the SQLite walk below answers.
  */
 export async function indexedReport(
@@ -79,9 +79,10 @@ export async function indexedReport(
 ): Promise<Page<AssetLocationItem> | undefined> {
   const [term, ...more] = f.sort;
   if (term?.field !== 'asset_last_seen' || more.length > 0) return undefined;
-  if (f.include_deleted === true || (f.q !== undefined && f.q !== '') || f.asset_id !== undefined || f.asset_external_key !== undefined)
-    return undefined;
+  if ((f.q !== undefined && f.q !== '') || f.asset_id !== undefined || f.asset_external_key !== undefined) return undefined;
+  const includeDeleted = f.include_deleted === true;
   let locationId: number | undefined;
+  if (includeDeleted && (f.location_id !== undefined || f.location_external_key !== undefined)) return undefined;
   if (f.location_id !== undefined) {
     if (f.location_id.length !== 1) return undefined;
     locationId = f.location_id[0];
@@ -104,7 +105,14 @@ export async function indexedReport(
     locationId = ids[0];
   }
   for (let attempt = 0; attempt < INDEX_ATTEMPTS; attempt++) {
-    const page = await shard.send(reportPageCommand, { orgId, locationId, descending: term.desc, offset: f.offset, limit: f.limit });
+    const page = await shard.send(reportPageCommand, {
+      orgId,
+      locationId,
+      includeDeleted,
+      descending: term.desc,
+      offset: f.offset,
+      limit: f.limit,
+    });
     if (page === undefined) return undefined;
     // The rows come from this thread's connection, which may already see a later commit: the page
     // stands only if every row is still live and ranked where the index put it.
@@ -112,7 +120,7 @@ export async function indexedReport(
     const rows: ReportRow[] = [];
     for (let i = 0; i < page.ids.length; i++) {
       const row = byId.get(page.ids[i]!);
-      if (row === undefined || row.last_seen_at !== page.lastSeen[i] || row.asset_deleted_at !== null) break;
+      if (row === undefined || row.last_seen_at !== page.lastSeen[i] || (row.asset_deleted_at !== null && !includeDeleted)) break;
       rows.push(row);
     }
     if (rows.length === page.ids.length) return reportPage(rows, f, page.total);

@@ -83,9 +83,11 @@ for (const seed of [1, 2]) {
         clock.advance(near - now + 1);
       }
     };
-    const expected = (now: number, locationId?: number) =>
+    const expected = (now: number, locationId?: number, withDeleted = false) =>
       assets
-        .filter((a) => a.lastSeen !== undefined && !a.deleted && a.validFrom <= now && (a.validTo === null || a.validTo > now))
+        .filter(
+          (a) => a.lastSeen !== undefined && (withDeleted || !a.deleted) && a.validFrom <= now && (a.validTo === null || a.validTo > now),
+        )
         .filter((a) => locationId === undefined || a.location === locationId)
         .sort(reportOrder)
         .map((a) => a.id);
@@ -97,6 +99,13 @@ for (const seed of [1, 2]) {
         ['default', await pages(api, PAGE, ''), want],
         ['ascending', await pages(api, PAGE, '&sort=asset_last_seen'), [...want].reverse()],
       ];
+      const withDeleted = expected(now, undefined, true);
+      const everyLocation = locations.map((l) => `&location_id=${l.id}`).join('');
+      views.push(
+        ['include_deleted', await pages(api, PAGE, '&include_deleted=true'), withDeleted],
+        ['include_deleted ascending', await pages(api, PAGE, '&include_deleted=true&sort=asset_last_seen'), [...withDeleted].reverse()],
+        ['include_deleted through SQLite', await pages(api, PAGE, `&include_deleted=true${everyLocation}`), withDeleted],
+      );
       for (const l of locations) {
         const here = expected(now, l.id);
         views.push([`location ${l.id}`, await pages(api, PAGE, `&location_id=${l.id}`), here]);

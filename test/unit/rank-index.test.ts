@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import t from 'tap';
-import { RankIndex } from '../../src/scans/rankIndex.js';
+import { RankIndex, unionEntries } from '../../src/scans/rankIndex.js';
 
 type Op = { kind: 'insert' | 'remove' | 'move'; key: number; id: number; to: number };
 
@@ -100,4 +100,31 @@ t.test('a million entries: pages at any offset and moves stay consistent', async
   const last = index.page(n - 2, 5);
   t.equal(last.length, 2, 'the last page is short');
   t.ok(index.bytes() < 64 * n, `about 16-32 bytes per entry (${(index.bytes() / n).toFixed(1)})`);
+});
+
+t.test('the union of two disjoint indexes pages like one sorted array, and rankOf counts what precedes', async (t) => {
+  const entry = fc.record({ key: fc.integer({ min: 0, max: 40 }), small: fc.boolean() });
+  t.doesNotThrow(() =>
+    fc.assert(
+      fc.property(fc.array(entry, { maxLength: 600 }), fc.integer({ min: 2, max: 64 }), (entries, blockSize) => {
+        const large = new RankIndex(false, blockSize);
+        const small = new RankIndex(false, blockSize);
+        entries.forEach((e, i) => (e.small ? small : large).insert(e.key, i + 1));
+        const all = entries.map((e, i) => ({ key: e.key, id: i + 1 })).sort((a, b) => b.key - a.key || b.id - a.id);
+        all.forEach((e, rank) => {
+          const inLarge = all.slice(0, rank).filter((x) => !entries[x.id - 1]!.small).length;
+          if (large.rankOf(e.key, e.id) !== inLarge) throw new Error(`rankOf ${e.key}/${e.id}`);
+        });
+        for (const limit of [1, 5, 200]) {
+          for (let offset = 0; offset <= all.length + 1; offset += limit === 1 ? 1 : 7) {
+            const got = unionEntries(large, small, offset, limit);
+            const want = all.slice(offset, offset + limit);
+            if (JSON.stringify(got.ids) !== JSON.stringify(want.map((e) => e.id)) || got.keys.some((k, i) => k !== want[i]!.key))
+              throw new Error(`offset ${offset} limit ${limit}: ${got.ids.join(',')} != ${want.map((e) => e.id).join(',')}`);
+          }
+        }
+      }),
+      { numRuns: 60 },
+    ),
+  );
 });
