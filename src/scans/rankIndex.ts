@@ -10,33 +10,46 @@
  * page lookup at any offset costs microseconds, with no per-entry object for the GC to trace.
  *
  * Order: key descending, then id descending (the report's default `-asset_last_seen` with its
- * tiebreak following the last term's direction); `ascending` reverses both.
+ * tiebreak following the last term's direction); `ascending` reverses both. Keys are numbers
+ * (typed arrays) or strings (compared by UTF-16 code unit, which is SQLite's BINARY order for the
+ * ASCII external keys).
  */
+type Key = number | string;
+type Keys = Float64Array | string[];
+
 class Block {
-  keys: Float64Array;
+  keys: Keys;
   ids: Float64Array;
   length = 0;
 
-  constructor(capacity: number) {
-    this.keys = new Float64Array(capacity);
+  constructor(
+    capacity: number,
+    private readonly strings: boolean,
+  ) {
+    this.keys = strings ? new Array<string>(capacity).fill('') : new Float64Array(capacity);
     this.ids = new Float64Array(capacity);
   }
 
   /** Doubles the arrays (a block starts small: most indexes, one per location, hold a handful of entries). */
   grow(max: number): void {
-    const capacity = Math.min(max, this.keys.length * 2);
-    const keys = new Float64Array(capacity);
-    const ids = new Float64Array(capacity);
-    keys.set(this.keys.subarray(0, this.length));
-    ids.set(this.ids.subarray(0, this.length));
-    this.keys = keys;
-    this.ids = ids;
+    const grown = new Block(Math.min(max, this.keys.length * 2), this.strings);
+    grown.take(this, 0, this.length);
+    this.keys = grown.keys;
+    this.ids = grown.ids;
+  }
+
+  /** Copies entries from..to-1 of `source` to the start of this block. */
+  take(source: Block, from: number, to: number): void {
+    if (this.keys instanceof Float64Array) this.keys.set((source.keys as Float64Array).subarray(from, to));
+    else for (let i = from; i < to; i++) this.keys[i - from] = source.keys[i] as string;
+    this.ids.set(source.ids.subarray(from, to));
+    this.length = to - from;
   }
 }
 
 const FIRST_BLOCK_CAPACITY = 8;
 
-export class RankIndex {
+export class RankIndex<K extends Key = number> {
   private readonly blocks: Block[];
   private total = 0;
 
@@ -44,8 +57,9 @@ export class RankIndex {
   constructor(
     private readonly ascending = false,
     private readonly blockSize = 1024,
+    private readonly strings = false,
   ) {
-    this.blocks = [new Block(Math.min(FIRST_BLOCK_CAPACITY, blockSize))];
+    this.blocks = [new Block(Math.min(FIRST_BLOCK_CAPACITY, blockSize), strings)];
   }
 
   get size(): number {
@@ -53,42 +67,42 @@ export class RankIndex {
   }
 
   /** Whether (ka, ia) comes before (kb, ib) in this index's order. */
-  before(ka: number, ia: number, kb: number, ib: number): boolean {
+  before(ka: K, ia: number, kb: K, ib: number): boolean {
     return this.compare(ka, ia, kb, ib) < 0;
   }
 
   /** Negative when (ka, ia) comes before (kb, ib) in this index's order. */
-  private compare(ka: number, ia: number, kb: number, ib: number): number {
-    const c = ka !== kb ? kb - ka : ib - ia;
+  private compare(ka: K, ia: number, kb: K, ib: number): number {
+    const c = ka !== kb ? (typeof ka === 'number' ? (kb as number) - ka : ka < kb ? 1 : -1) : ib - ia;
     return this.ascending ? -c : c;
   }
 
   /** The block that holds, or would hold, (key, id): the last block whose first entry is not after it. */
-  private blockFor(key: number, id: number): number {
+  private blockFor(key: K, id: number): number {
     let lo = 0;
     let hi = this.blocks.length - 1;
     while (lo < hi) {
       const mid = (lo + hi + 1) >> 1;
       const b = this.blocks[mid]!;
-      if (this.compare(b.keys[0]!, b.ids[0]!, key, id) <= 0) lo = mid;
+      if (this.compare(b.keys[0] as K, b.ids[0]!, key, id) <= 0) lo = mid;
       else hi = mid - 1;
     }
     return lo;
   }
 
   /** The position of the first entry of `b` not before (key, id). */
-  private positionIn(b: Block, key: number, id: number): number {
+  private positionIn(b: Block, key: K, id: number): number {
     let lo = 0;
     let hi = b.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (this.compare(b.keys[mid]!, b.ids[mid]!, key, id) < 0) lo = mid + 1;
+      if (this.compare(b.keys[mid] as K, b.ids[mid]!, key, id) < 0) lo = mid + 1;
       else hi = mid;
     }
     return lo;
   }
 
-  insert(key: number, id: number): void {
+  insert(key: K, id: number): void {
     const bi = this.blockFor(key, id);
     const b = this.blocks[bi]!;
     const at = this.positionIn(b, key, id);
@@ -96,7 +110,7 @@ export class RankIndex {
     if (b.length === b.keys.length) b.grow(this.blockSize);
     b.keys.copyWithin(at + 1, at, b.length);
     b.ids.copyWithin(at + 1, at, b.length);
-    b.keys[at] = key;
+    b.keys[at] = key as never;
     b.ids[at] = id;
     b.length++;
     this.total++;
@@ -104,7 +118,7 @@ export class RankIndex {
   }
 
   /** Removes (key, id); false when it was not there. */
-  remove(key: number, id: number): boolean {
+  remove(key: K, id: number): boolean {
     const bi = this.blockFor(key, id);
     const b = this.blocks[bi]!;
     const at = this.positionIn(b, key, id);
@@ -123,9 +137,9 @@ export class RankIndex {
   }
 
   /** The entries at ranks offset..offset+limit-1 (fewer at the end), ids and keys side by side. */
-  entries(offset: number, limit: number): { ids: number[]; keys: number[] } {
+  entries(offset: number, limit: number): { ids: number[]; keys: K[] } {
     const ids: number[] = [];
-    const keys: number[] = [];
+    const keys: K[] = [];
     let bi = 0;
     let skip = offset;
     while (bi < this.blocks.length && skip >= this.blocks[bi]!.length) skip -= this.blocks[bi++]!.length;
@@ -133,34 +147,36 @@ export class RankIndex {
       const b = this.blocks[bi]!;
       for (let i = skip; i < b.length && ids.length < limit; i++) {
         ids.push(b.ids[i]!);
-        keys.push(b.keys[i]!);
+        keys.push(b.keys[i] as K);
       }
     }
     return { ids, keys };
   }
 
   /** How many entries come before (key, id) in this index's order. */
-  rankOf(key: number, id: number): number {
+  rankOf(key: K, id: number): number {
     const bi = this.blockFor(key, id);
     let rank = 0;
     for (let i = 0; i < bi; i++) rank += this.blocks[i]!.length;
     return rank + this.positionIn(this.blocks[bi]!, key, id);
   }
 
-  /** Bytes held by the typed arrays. */
+  /** Bytes held by the arrays (for string keys: a slot and the characters of each, as one-byte strings). */
   bytes(): number {
     let bytes = 0;
-    for (const b of this.blocks) bytes += b.keys.byteLength + b.ids.byteLength;
+    for (const b of this.blocks) {
+      bytes += b.ids.byteLength;
+      if (b.keys instanceof Float64Array) bytes += b.keys.byteLength;
+      else for (let i = 0; i < b.keys.length; i++) bytes += 8 + (i < b.length ? 16 + b.keys[i]!.length : 0);
+    }
     return bytes;
   }
 
   private split(bi: number): void {
     const b = this.blocks[bi]!;
     const half = b.length >> 1;
-    const right = new Block(this.blockSize);
-    right.keys.set(b.keys.subarray(half, b.length));
-    right.ids.set(b.ids.subarray(half, b.length));
-    right.length = b.length - half;
+    const right = new Block(this.blockSize, this.strings);
+    right.take(b, half, b.length);
     b.length = half;
     this.blocks.splice(bi + 1, 0, right);
   }

@@ -6,6 +6,7 @@ import { RankIndex, unionEntries } from './rankIndex.js';
 
 interface PositionLiveness {
   asset_id: number;
+  asset_external_key: string;
   org_id: number;
   location_id: number;
   last_seen_at: number;
@@ -20,23 +21,32 @@ interface Dirty {
   orgId: number;
   lastSeenAt: number;
   locationId: number;
+  /** The asset's external key when the position was last judged (a rename changes it before the trigger runs). */
+  key: string;
 }
+
+const POSITION_COLUMNS = `p.asset_id, a.external_key AS asset_external_key, p.org_id, p.location_id, p.last_seen_at,
+  p.asset_deleted_at, p.asset_valid_from, p.asset_valid_to FROM scan_positions p JOIN assets a ON a.id = p.asset_id`;
 
 /**
  * The positions of one organization, in report order: the live ones, all of them and per current
- * location; and apart, those of soft-deleted assets still within their validity window (for
- * include_deleted, merged with the live ones by rank).
+ * location in -asset_last_seen order, and all of them in -asset_external_key order; and apart, those
+ * of soft-deleted assets still within their validity window (for include_deleted, merged with the
+ * live ones by rank).
  */
 class OrgPositions {
   readonly all = new RankIndex();
   readonly byLocation = new Map<number, RankIndex>();
   readonly deleted = new RankIndex();
+  readonly byKey = new RankIndex<string>(false, 1024, true);
 
-  add(assetId: number, lastSeenAt: number, locationId: number, deleted: boolean): void {
+  add(assetId: number, lastSeenAt: number, locationId: number, deleted: boolean, key: string | undefined): void {
     if (deleted) {
       this.deleted.insert(lastSeenAt, assetId);
       return;
     }
+    // Undefined while the index is built: the keys are inserted afterwards, in order.
+    if (key !== undefined) this.byKey.insert(key, assetId);
     this.all.insert(lastSeenAt, assetId);
     let at = this.byLocation.get(locationId);
     if (at === undefined) {
@@ -47,14 +57,29 @@ class OrgPositions {
   }
 
   /** Whether the position was a member, live or deleted (undefined: neither, its asset not effective). */
-  remove(assetId: number, lastSeenAt: number, locationId: number): 'live' | 'deleted' | undefined {
+  remove(assetId: number, lastSeenAt: number, locationId: number, key: string): 'live' | 'deleted' | undefined {
     if (!this.all.remove(lastSeenAt, assetId)) return this.deleted.remove(lastSeenAt, assetId) ? 'deleted' : undefined;
+    this.byKey.remove(key, assetId);
     const at = this.byLocation.get(locationId);
     if (at !== undefined) {
       at.remove(lastSeenAt, assetId);
       if (at.size === 0) this.byLocation.delete(locationId);
     }
     return 'live';
+  }
+
+  /** A scan moved a member (its key, and so its place in byKey, unchanged); false when it is not one. */
+  move(assetId: number, before: { lastSeenAt: number; locationId: number }, lastSeenAt: number, locationId: number): boolean {
+    if (this.all.remove(before.lastSeenAt, assetId)) {
+      const at = this.byLocation.get(before.locationId);
+      at?.remove(before.lastSeenAt, assetId);
+      if (at?.size === 0) this.byLocation.delete(before.locationId);
+      this.add(assetId, lastSeenAt, locationId, false, undefined);
+      return true;
+    }
+    if (!this.deleted.remove(before.lastSeenAt, assetId)) return false;
+    this.deleted.insert(lastSeenAt, assetId);
+    return true;
   }
 }
 
@@ -116,7 +141,8 @@ class Boundaries {
 export interface IndexedPage {
   total: number;
   ids: number[];
-  lastSeen: number[];
+  /** The keys the page is ordered by: asset_last_seen (numbers) or asset_external_key (strings). */
+  keys: number[] | string[];
 }
 
 /**
@@ -143,30 +169,44 @@ export class ReportIndex {
 
   constructor(db: Db, now: number) {
     this.judgedAt = now;
-    this.byAsset = db.prepare(
-      'SELECT asset_id, org_id, location_id, last_seen_at, asset_deleted_at, asset_valid_from, asset_valid_to FROM scan_positions WHERE asset_id = ?',
-    );
-    db.function('report_index_dirty', { deterministic: false, varargs: false }, (assetId, orgId, lastSeenAt, locationId) => {
+    this.byAsset = db.prepare(`SELECT ${POSITION_COLUMNS} WHERE p.asset_id = ?`);
+    db.function('report_index_dirty', { deterministic: false, varargs: false }, (assetId, orgId, lastSeenAt, locationId, key) => {
       this.dirty.push({
         assetId: assetId as number,
         orgId: orgId as number,
         lastSeenAt: lastSeenAt as number,
         locationId: locationId as number,
+        key: key as string,
       });
       return null;
     });
+    // A liveness change reaches scan_positions from a trigger on assets, so the key read here is the
+    // one the position was judged with; a rename passes the old key itself.
     db.exec(`
       CREATE TEMP TRIGGER IF NOT EXISTS report_index_liveness AFTER UPDATE OF asset_deleted_at, asset_valid_from, asset_valid_to ON scan_positions
-      BEGIN SELECT report_index_dirty(OLD.asset_id, OLD.org_id, OLD.last_seen_at, OLD.location_id); END;
+      BEGIN SELECT report_index_dirty(OLD.asset_id, OLD.org_id, OLD.last_seen_at, OLD.location_id,
+        (SELECT external_key FROM assets WHERE id = OLD.asset_id)); END;
       CREATE TEMP TRIGGER IF NOT EXISTS report_index_delete AFTER DELETE ON scan_positions
-      BEGIN SELECT report_index_dirty(OLD.asset_id, OLD.org_id, OLD.last_seen_at, OLD.location_id); END;
+      BEGIN SELECT report_index_dirty(OLD.asset_id, OLD.org_id, OLD.last_seen_at, OLD.location_id,
+        (SELECT external_key FROM assets WHERE id = OLD.asset_id)); END;
+      CREATE TEMP TRIGGER IF NOT EXISTS report_index_rename AFTER UPDATE OF external_key ON assets
+      BEGIN SELECT report_index_dirty(p.asset_id, p.org_id, p.last_seen_at, p.location_id, OLD.external_key)
+        FROM scan_positions p WHERE p.asset_id = NEW.id; END;
     `);
     const rows = db
-      .prepare(
-        'SELECT asset_id, org_id, location_id, last_seen_at, asset_deleted_at, asset_valid_from, asset_valid_to FROM scan_positions ORDER BY org_id, last_seen_at DESC, asset_id DESC',
-      )
+      .prepare(`SELECT p.asset_id, '' AS asset_external_key, p.org_id, p.location_id, p.last_seen_at, p.asset_deleted_at,
+                  p.asset_valid_from, p.asset_valid_to FROM scan_positions p ORDER BY p.org_id, p.last_seen_at DESC, p.asset_id DESC`)
       .iterate() as IterableIterator<PositionLiveness>;
-    for (const row of rows) this.judge(row);
+    const live = new Set<number>();
+    for (const row of rows) if (this.judge(row, false)) live.add(row.asset_id);
+    // The key order from the live-key index, walked in the index's order: each insert appends.
+    const keys = db
+      .prepare(
+        'SELECT org_id, external_key, id FROM assets INDEXED BY assets_live_key WHERE deleted_at IS NULL ORDER BY org_id DESC, external_key DESC',
+      )
+      .raw()
+      .iterate() as IterableIterator<[number, string, number]>;
+    for (const [orgId, key, assetId] of keys) if (live.has(assetId)) this.orgs.get(orgId)!.byKey.insert(key, assetId);
   }
 
   private org(orgId: number): OrgPositions {
@@ -178,27 +218,34 @@ export class ReportIndex {
     return org;
   }
 
-  /** Adds a committed position if its asset is effective at the index's time (live or deleted); remembers its next boundary. */
-  private judge(row: PositionLiveness): void {
+  /**
+   * Adds a committed position if its asset is effective at the index's time (live or deleted);
+   * remembers its next boundary. True when it joined the live positions (`withKey` false: all but
+   * the key order, which the caller fills).
+   */
+  private judge(row: PositionLiveness, withKey = true): boolean {
     const now = this.judgedAt;
     if (row.asset_valid_from > now) {
       this.boundaries.push(row.asset_valid_from, row.asset_id);
-      return;
+      return false;
     }
     this.settledSince = Math.max(this.settledSince, row.asset_valid_from);
     if (row.asset_valid_to !== null) {
       if (row.asset_valid_to <= now) {
         this.settledSince = Math.max(this.settledSince, row.asset_valid_to);
-        return;
+        return false;
       }
       this.boundaries.push(row.asset_valid_to, row.asset_id);
     }
-    this.org(row.org_id).add(row.asset_id, row.last_seen_at, row.location_id, row.asset_deleted_at !== null);
+    const deleted = row.asset_deleted_at !== null;
+    this.org(row.org_id).add(row.asset_id, row.last_seen_at, row.location_id, deleted, withKey ? row.asset_external_key : undefined);
+    return !deleted;
   }
 
   /** Judges a position again from its committed row (gone: it leaves the index). */
-  private rejudge(assetId: number, orgId: number, lastSeenAt: number, locationId: number): void {
-    this.orgs.get(orgId)?.remove(assetId, lastSeenAt, locationId);
+  private rejudge(d: Dirty): void {
+    const { assetId, orgId, lastSeenAt, locationId, key } = d;
+    this.orgs.get(orgId)?.remove(assetId, lastSeenAt, locationId, key);
     const row = this.byAsset.get(assetId) as PositionLiveness | undefined;
     if (row !== undefined) this.judge(row);
   }
@@ -219,9 +266,7 @@ export class ReportIndex {
       if (row !== undefined) this.judge(row);
       return;
     }
-    const org = this.orgs.get(orgId);
-    const was = org?.remove(assetId, before.lastSeenAt, before.locationId);
-    if (was !== undefined) org!.add(assetId, lastSeenAt, locationId, was === 'deleted');
+    this.orgs.get(orgId)?.move(assetId, before, lastSeenAt, locationId);
   }
 
   /** After every command (committed or not): the positions its liveness changes touched, judged on the committed rows. */
@@ -229,7 +274,7 @@ export class ReportIndex {
     if (this.dirty.length === 0) return;
     const dirty = this.dirty;
     this.dirty = [];
-    for (const d of dirty) this.rejudge(d.assetId, d.orgId, d.lastSeenAt, d.locationId);
+    for (const d of dirty) this.rejudge(d);
   }
 
   /** Moves the index's time to `now`, applying the validity boundaries passed. */
@@ -243,7 +288,7 @@ export class ReportIndex {
     for (const assetId of new Set(ids)) {
       const row = this.byAsset.get(assetId) as PositionLiveness | undefined;
       if (row === undefined) continue;
-      this.orgs.get(row.org_id)?.remove(assetId, row.last_seen_at, row.location_id);
+      this.orgs.get(row.org_id)?.remove(assetId, row.last_seen_at, row.location_id, row.asset_external_key);
       this.judge(row);
     }
   }
@@ -259,26 +304,29 @@ export class ReportIndex {
     this.advance(now);
     if (now < this.settledSince) return undefined;
     const org = this.orgs.get(orgId);
-    if (org === undefined) return { total: 0, ids: [], lastSeen: [] };
+    if (org === undefined) return { total: 0, ids: [], keys: [] };
     let total: number;
-    let entries: (from: number, count: number) => { ids: number[]; keys: number[] };
-    if (args.includeDeleted === true && locationId === undefined) {
+    let entries: (from: number, count: number) => { ids: number[]; keys: number[] | string[] };
+    if (args.byKey === true) {
+      if (args.includeDeleted === true || locationId !== undefined) return undefined;
+      // Every live position has its key entry; should one ever go missing, SQLite answers.
+      if (org.byKey.size !== org.all.size) return undefined;
+      total = org.byKey.size;
+      entries = (from, count) => org.byKey.entries(from, count);
+    } else if (args.includeDeleted === true && locationId === undefined) {
       total = org.all.size + org.deleted.size;
       entries = (from, count) => unionEntries(org.all, org.deleted, from, count);
     } else {
       const index = locationId === undefined ? org.all : org.byLocation.get(locationId);
-      if (index === undefined) return { total: 0, ids: [], lastSeen: [] };
+      if (index === undefined) return { total: 0, ids: [], keys: [] };
       total = index.size;
       entries = (from, count) => index.entries(from, count);
     }
-    if (descending) {
-      const { ids, keys } = entries(offset, limit);
-      return { total, ids, lastSeen: keys };
-    }
+    if (descending) return { total, ...entries(offset, limit) };
     const end = total - offset;
-    if (end <= 0) return { total, ids: [], lastSeen: [] };
+    if (end <= 0) return { total, ids: [], keys: [] };
     const { ids, keys } = entries(Math.max(0, end - limit), Math.min(limit, end));
-    return { total, ids: ids.reverse(), lastSeen: keys.reverse() };
+    return { total, ids: ids.reverse(), keys: keys.reverse() };
   }
 
   /** Entries and bytes of the rank indexes (for start-up logs and the README's figures). */
@@ -287,7 +335,7 @@ export class ReportIndex {
     let bytes = 0;
     for (const org of this.orgs.values()) {
       positions += org.all.size + org.deleted.size;
-      bytes += org.all.bytes() + org.deleted.bytes();
+      bytes += org.all.bytes() + org.deleted.bytes() + org.byKey.bytes();
       for (const at of org.byLocation.values()) bytes += at.bytes();
     }
     return { positions, bytes };
@@ -304,8 +352,10 @@ export const reportIndexOf = shardState((shard: ShardWriter) => {
 export interface ReportPageArgs {
   orgId: number;
   locationId?: number;
-  /** With soft-deleted assets (whole org only). */
+  /** With soft-deleted assets (whole org only, asset_last_seen order). */
   includeDeleted?: boolean;
+  /** In asset_external_key order (whole org, live assets) instead of asset_last_seen. */
+  byKey?: boolean;
   descending: boolean;
   offset: number;
   limit: number;

@@ -68,7 +68,7 @@ function pageRows(shard: Shard, ids: number[]): Map<number, ReportRow> {
 /**
  * The report through the shard actor's rank indexes (reportIndex.ts) when they answer the query:
  * sorted by asset_last_seen alone, the whole org (with or without include_deleted) or one location
- * (live assets), no other filter. Undefined otherwise (and for a time before a validity boundary the index has applied):
+ * (live assets), or by asset_external_key alone, the whole org (live assets); no other filter. Undefined otherwise (and for a time before a validity boundary the index has applied):
  * then the SQLite walk below answers.
  */
 export async function indexedReport(
@@ -78,7 +78,10 @@ export async function indexedReport(
   now: number,
 ): Promise<Page<AssetLocationItem> | undefined> {
   const [term, ...more] = f.sort;
-  if (term?.field !== 'asset_last_seen' || more.length > 0) return undefined;
+  if (term === undefined || more.length > 0) return undefined;
+  const byKey = term.field === 'asset_external_key';
+  if (term.field !== 'asset_last_seen' && !byKey) return undefined;
+  if (byKey && (f.include_deleted === true || f.location_id !== undefined || f.location_external_key !== undefined)) return undefined;
   if ((f.q !== undefined && f.q !== '') || f.asset_id !== undefined || f.asset_external_key !== undefined) return undefined;
   const includeDeleted = f.include_deleted === true;
   let locationId: number | undefined;
@@ -109,6 +112,7 @@ export async function indexedReport(
       orgId,
       locationId,
       includeDeleted,
+      byKey,
       descending: term.desc,
       offset: f.offset,
       limit: f.limit,
@@ -120,7 +124,8 @@ export async function indexedReport(
     const rows: ReportRow[] = [];
     for (let i = 0; i < page.ids.length; i++) {
       const row = byId.get(page.ids[i]!);
-      if (row === undefined || row.last_seen_at !== page.lastSeen[i] || (row.asset_deleted_at !== null && !includeDeleted)) break;
+      const ranked = byKey ? row?.asset_external_key : row?.last_seen_at;
+      if (row === undefined || ranked !== page.keys[i] || (row.asset_deleted_at !== null && !includeDeleted)) break;
       rows.push(row);
     }
     if (rows.length === page.ids.length) return reportPage(rows, f, page.total);

@@ -14,6 +14,7 @@ import { eventually, spawnTrackd, startNats, startTrackd, testClock } from '../h
 
 interface ModelAsset {
   id: number;
+  key: string;
   tag: string;
   lastSeen?: number;
   location?: number;
@@ -68,7 +69,7 @@ for (const seed of [1, 2]) {
     for (let i = 0; i < 24; i++) {
       const tag = `ri${seed}x${i}`;
       const a = await api.create({ external_key: `RI-${seed}-A${i}`, name: `A${i}`, tags: [{ tag_type: 'rfid', value: tag }] });
-      assets.push({ id: a.id, tag, deleted: false, validFrom: Date.parse(a.valid_from), validTo: null });
+      assets.push({ id: a.id, key: `RI-${seed}-A${i}`, tag, deleted: false, validFrom: Date.parse(a.valid_from), validTo: null });
     }
 
     const base = clock.now() - 86_400_000;
@@ -99,12 +100,19 @@ for (const seed of [1, 2]) {
         ['default', await pages(api, PAGE, ''), want],
         ['ascending', await pages(api, PAGE, '&sort=asset_last_seen'), [...want].reverse()],
       ];
+      const byKey = assets
+        .filter((a) => want.includes(a.id))
+        .sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : x.id - y.id))
+        .map((a) => a.id);
       const withDeleted = expected(now, undefined, true);
       const everyLocation = locations.map((l) => `&location_id=${l.id}`).join('');
       views.push(
         ['include_deleted', await pages(api, PAGE, '&include_deleted=true'), withDeleted],
         ['include_deleted ascending', await pages(api, PAGE, '&include_deleted=true&sort=asset_last_seen'), [...withDeleted].reverse()],
         ['include_deleted through SQLite', await pages(api, PAGE, `&include_deleted=true${everyLocation}`), withDeleted],
+        ['asset_external_key', await pages(api, PAGE, '&sort=asset_external_key'), byKey],
+        ['-asset_external_key', await pages(api, PAGE, '&sort=-asset_external_key'), [...byKey].reverse()],
+        ['asset_external_key through SQLite', await pages(api, PAGE, `&sort=asset_external_key${everyLocation}`), byKey],
       );
       for (const l of locations) {
         const here = expected(now, l.id);
@@ -151,7 +159,14 @@ for (const seed of [1, 2]) {
           a.location = location.id;
         }
         did = `scan of ${chosen.length} at ${location.key}`;
-      } else if (roll < 0.62) {
+      } else if (roll < 0.58) {
+        const a = pick(assets.filter((x) => !x.deleted));
+        const key = `RI-${seed}-R${step}`;
+        const res = await api.req('POST', `/api/v1/assets/${a.id}/rename`, { external_key: key });
+        t.equal(res.status, 200, `rename ${a.id}: ${res.text}`);
+        a.key = key;
+        did = `rename ${a.id} to ${key}`;
+      } else if (roll < 0.64) {
         const a = pick(assets);
         const res = await api.req('DELETE', `/api/v1/assets/${a.id}`);
         if (!a.deleted) t.equal(res.status, 204, `delete ${a.id}`);

@@ -16,8 +16,20 @@ const op = fc.record({
   to: fc.integer({ min: 0, max: 50 }),
 });
 
-function check(ascending: boolean, blockSize: number, ops: Op[]): void {
-  const index = new RankIndex(ascending, blockSize);
+/** Fixed-width strings order like their numbers: the same sequences check the string-keyed index. */
+const asString = (key: number) => key.toString(36).padStart(3, '0');
+
+function check(ascending: boolean, blockSize: number, ops: Op[], strings = false): void {
+  const numbers = new RankIndex(ascending, blockSize);
+  const texts = new RankIndex<string>(ascending, blockSize, true);
+  const index = {
+    insert: (key: number, id: number) => (strings ? texts.insert(asString(key), id) : numbers.insert(key, id)),
+    remove: (key: number, id: number) => (strings ? texts.remove(asString(key), id) : numbers.remove(key, id)),
+    page: (offset: number, limit: number) => (strings ? texts.page(offset, limit) : numbers.page(offset, limit)),
+    get size() {
+      return strings ? texts.size : numbers.size;
+    },
+  };
   const keyOf = new Map<number, number>();
   for (const o of ops) {
     const current = keyOf.get(o.id);
@@ -46,19 +58,21 @@ function check(ascending: boolean, blockSize: number, ops: Op[]): void {
   }
 }
 
-for (const ascending of [false, true]) {
-  for (const blockSize of [4, 1024]) {
-    t.test(
-      `every page at every offset equals the sorted array (${ascending ? 'ascending' : 'descending'}, blocks of ${blockSize})`,
-      async (t) => {
-        t.doesNotThrow(() =>
-          fc.assert(
-            fc.property(fc.array(op, { minLength: 200, maxLength: 3_000 }), (ops) => check(ascending, blockSize, ops)),
-            { numRuns: 30 },
-          ),
-        );
-      },
-    );
+for (const strings of [false, true]) {
+  for (const ascending of [false, true]) {
+    for (const blockSize of [4, 1024]) {
+      t.test(
+        `every page at every offset equals the sorted array (${strings ? 'string' : 'number'} keys, ${ascending ? 'ascending' : 'descending'}, blocks of ${blockSize})`,
+        async (t) => {
+          t.doesNotThrow(() =>
+            fc.assert(
+              fc.property(fc.array(op, { minLength: 200, maxLength: 3_000 }), (ops) => check(ascending, blockSize, ops, strings)),
+              { numRuns: strings ? 15 : 30 },
+            ),
+          );
+        },
+      );
+    }
   }
 }
 
@@ -109,7 +123,9 @@ t.test('the union of two disjoint indexes pages like one sorted array, and rankO
       fc.property(fc.array(entry, { maxLength: 600 }), fc.integer({ min: 2, max: 64 }), (entries, blockSize) => {
         const large = new RankIndex(false, blockSize);
         const small = new RankIndex(false, blockSize);
-        entries.forEach((e, i) => (e.small ? small : large).insert(e.key, i + 1));
+        entries.forEach((e, i) => {
+          (e.small ? small : large).insert(e.key, i + 1);
+        });
         const all = entries.map((e, i) => ({ key: e.key, id: i + 1 })).sort((a, b) => b.key - a.key || b.id - a.id);
         all.forEach((e, rank) => {
           const inLarge = all.slice(0, rank).filter((x) => !entries[x.id - 1]!.small).length;
