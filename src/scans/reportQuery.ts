@@ -68,7 +68,8 @@ function pageRows(shard: Shard, ids: number[]): Map<number, ReportRow> {
 /**
  * The report through the shard actor's rank indexes (reportIndex.ts) when they answer the query:
  * sorted by asset_last_seen alone, the whole org (with or without include_deleted) or one location
- * (live assets), or by asset_external_key alone, the whole org (live assets); no other filter. Undefined otherwise (and for a time before a validity boundary the index has applied):
+ * (live assets), or by asset_external_key or location_external_key alone, the whole org (live
+ * assets); no other filter. Undefined otherwise (and for a time before a validity boundary the index has applied):
  * then the SQLite walk below answers.
  */
 export async function indexedReport(
@@ -79,8 +80,8 @@ export async function indexedReport(
 ): Promise<Page<AssetLocationItem> | undefined> {
   const [term, ...more] = f.sort;
   if (term === undefined || more.length > 0) return undefined;
-  const byKey = term.field === 'asset_external_key';
-  if (term.field !== 'asset_last_seen' && !byKey) return undefined;
+  const sortBy = term.field as 'asset_last_seen' | 'asset_external_key' | 'location_external_key';
+  const byKey = sortBy !== 'asset_last_seen';
   if (byKey && (f.include_deleted === true || f.location_id !== undefined || f.location_external_key !== undefined)) return undefined;
   if ((f.q !== undefined && f.q !== '') || f.asset_id !== undefined || f.asset_external_key !== undefined) return undefined;
   const includeDeleted = f.include_deleted === true;
@@ -112,7 +113,7 @@ export async function indexedReport(
       orgId,
       locationId,
       includeDeleted,
-      byKey,
+      sortBy,
       descending: term.desc,
       offset: f.offset,
       limit: f.limit,
@@ -124,7 +125,12 @@ export async function indexedReport(
     const rows: ReportRow[] = [];
     for (let i = 0; i < page.ids.length; i++) {
       const row = byId.get(page.ids[i]!);
-      const ranked = byKey ? row?.asset_external_key : row?.last_seen_at;
+      const ranked =
+        sortBy === 'asset_external_key'
+          ? row?.asset_external_key
+          : sortBy === 'location_external_key'
+            ? row?.location_external_key
+            : row?.last_seen_at;
       if (row === undefined || ranked !== page.keys[i] || (row.asset_deleted_at !== null && !includeDeleted)) break;
       rows.push(row);
     }

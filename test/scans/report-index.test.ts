@@ -104,6 +104,15 @@ for (const seed of [1, 2]) {
         .filter((a) => want.includes(a.id))
         .sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : x.id - y.id))
         .map((a) => a.id);
+      const keyOf = new Map(locations.map((l) => [l.id, l.key]));
+      const byLocationKey = assets
+        .filter((a) => want.includes(a.id))
+        .sort((x, y) => {
+          const kx = keyOf.get(x.location!)!;
+          const ky = keyOf.get(y.location!)!;
+          return kx < ky ? -1 : kx > ky ? 1 : x.id - y.id;
+        })
+        .map((a) => a.id);
       const withDeleted = expected(now, undefined, true);
       const everyLocation = locations.map((l) => `&location_id=${l.id}`).join('');
       views.push(
@@ -113,6 +122,9 @@ for (const seed of [1, 2]) {
         ['asset_external_key', await pages(api, PAGE, '&sort=asset_external_key'), byKey],
         ['-asset_external_key', await pages(api, PAGE, '&sort=-asset_external_key'), [...byKey].reverse()],
         ['asset_external_key through SQLite', await pages(api, PAGE, `&sort=asset_external_key${everyLocation}`), byKey],
+        ['location_external_key', await pages(api, PAGE, '&sort=location_external_key'), byLocationKey],
+        ['-location_external_key', await pages(api, PAGE, '&sort=-location_external_key'), [...byLocationKey].reverse()],
+        ['location_external_key through SQLite', await pages(api, PAGE, `&sort=location_external_key${everyLocation}`), byLocationKey],
       );
       for (const l of locations) {
         const here = expected(now, l.id);
@@ -159,7 +171,14 @@ for (const seed of [1, 2]) {
           a.location = location.id;
         }
         did = `scan of ${chosen.length} at ${location.key}`;
-      } else if (roll < 0.58) {
+      } else if (roll < 0.565) {
+        const l = pick(locations);
+        const key = `RI-${seed}-M${step}`;
+        const res = await api.req('POST', `/api/v1/locations/${l.id}/rename`, { external_key: key });
+        t.equal(res.status, 200, `rename location ${l.id}: ${res.text}`);
+        l.key = key;
+        did = `rename location ${l.id} to ${key}`;
+      } else if (roll < 0.59) {
         const a = pick(assets.filter((x) => !x.deleted));
         const key = `RI-${seed}-R${step}`;
         const res = await api.req('POST', `/api/v1/assets/${a.id}/rename`, { external_key: key });
