@@ -3,6 +3,8 @@ import path from 'node:path';
 import { scanPlacement } from '../scans/placement.js';
 import './commandIndex.js';
 import { ShardGenerations } from './generations.js';
+import { ShardJournal, type JournalSettings } from './journal.js';
+import { reconcile } from './journaled.js';
 import type { ShardRecord } from './records.js';
 import { ShardWriter, type IdSource } from './writer.js';
 
@@ -13,6 +15,12 @@ const recordedIdsOnly: IdSource = {
   },
 };
 
+/** A writer on a new shard file (the shard migrations applied), drawing only recorded ids. */
+async function openFresh(file: string, index: number): Promise<ShardWriter> {
+  if (fs.existsSync(file)) throw new Error(`replay: ${file} exists; a replay starts from a fresh shard file`);
+  return ShardWriter.open(path.dirname(file), index, recordedIdsOnly, new ShardGenerations(), { placement: scanPlacement }, file);
+}
+
 /**
  * Applies a shard's records, in order, to a fresh shard file (created with the shard migrations),
  * on this thread, with each record's own `now` and ids: neither the wall clock nor the control
@@ -20,15 +28,7 @@ const recordedIdsOnly: IdSource = {
  * first record that fails or diverges (other ids drawn than recorded).
  */
 export async function replayInto(file: string, records: Iterable<ShardRecord>, index = 0): Promise<number> {
-  if (fs.existsSync(file)) throw new Error(`replay: ${file} exists; a replay starts from a fresh shard file`);
-  const writer = await ShardWriter.open(
-    path.dirname(file),
-    index,
-    recordedIdsOnly,
-    new ShardGenerations(),
-    { placement: scanPlacement },
-    file,
-  );
+  const writer = await openFresh(file, index);
   let applied = 0;
   try {
     for (const record of records) {
@@ -43,4 +43,24 @@ export async function replayInto(file: string, records: Iterable<ShardRecord>, i
     writer.close();
   }
   return applied;
+}
+
+/**
+ * Rebuilds a shard from its journal alone: a fresh shard file, every entry of `journal.<index>`
+ * applied in order with the inputs it refers to read back from their streams. Returns the journal
+ * position reached and the entries applied.
+ */
+export async function replayJournalInto(
+  file: string,
+  settings: JournalSettings,
+  index: number,
+): Promise<{ position: number; replayed: number }> {
+  const writer = await openFresh(file, index);
+  const journal = await ShardJournal.open(settings, index);
+  try {
+    return await reconcile(writer, journal, () => {});
+  } finally {
+    writer.close();
+    await journal.close();
+  }
 }
