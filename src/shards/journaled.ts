@@ -106,7 +106,6 @@ export class JournaledActor {
   private running = false;
   private state: 'serving' | 'recovering' | 'fenced' = 'serving';
   private writer: ShardWriter | undefined;
-  private appends = 0;
 
   constructor(
     writer: ShardWriter,
@@ -114,8 +113,8 @@ export class JournaledActor {
     private readonly journal: ShardJournal,
     private readonly reopen: () => Promise<ShardWriter>,
     private readonly onEvent: (event: JournalEvent) => void,
-    /** Tests only: after this many appends the process kills itself before the commit (a crash between the two). */
-    private readonly killAfterAppends?: number,
+    /** Tests only: the process kills itself after appending an entry with this command, before the commit (a crash between the two). */
+    private readonly killAfterAppendOf?: string,
   ) {
     this.writer = writer;
   }
@@ -191,8 +190,9 @@ export class JournaledActor {
       if (lost !== undefined) throw lost;
       for (const payload of entryPayloads(this.journal.index, records, maxBytes)) {
         seq = await this.journal.append(payload, seq);
-        if (this.killAfterAppends !== undefined && ++this.appends >= this.killAfterAppends) process.kill(process.pid, 'SIGKILL');
       }
+      if (this.killAfterAppendOf !== undefined && staged.some((s) => s.record?.name === this.killAfterAppendOf))
+        process.kill(process.pid, 'SIGKILL');
       writer.setJournalPosition(this.journal.created, seq);
       writer.commit();
     } catch (err) {

@@ -42,8 +42,8 @@ export type FromShardWorker =
 const data = workerData as ShardWorkerData;
 const parent = parentPort!;
 const ports = new Set<MessagePort>();
-/** Tests only (faults): the process kills itself after this many journal appends, before their commit. */
-const killAfterAppends = Number(process.env.TRACKD_TEST_KILL_AFTER_JOURNAL_APPENDS) || undefined;
+/** Tests only (faults): the process kills itself once it has journaled this command, before the commit. */
+const killAfterAppendOf = process.env.TRACKD_TEST_KILL_AFTER_JOURNALING || undefined;
 
 try {
   const control = await ControlPlane.open(data.dataDir);
@@ -62,7 +62,7 @@ try {
     journal = await ShardJournal.open(data.journal, data.index);
     const { position, replayed } = await reconcile(writer, journal, report);
     report({ kind: 'reconciled', position, replayed });
-    actor = new JournaledActor(writer, position, journal, open, report, killAfterAppends);
+    actor = new JournaledActor(writer, position, journal, open, report, killAfterAppendOf);
   }
   // Built before the actor is ready, so that start-up (not the first report) pays for it.
   const building = performance.now();
