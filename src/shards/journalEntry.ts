@@ -15,6 +15,8 @@ export const journalSubject = (index: number) => `journal.${index}`;
 export interface JournalEntry {
   v: 1;
   shard: number;
+  /** The entry it was appended after (0: the first): a replay checks that entries follow each other. */
+  prev: number;
   records: JournaledRecord[];
 }
 
@@ -54,40 +56,51 @@ export function journaledJson(record: ShardRecord): string {
 const encoder = new TextEncoder();
 
 /**
- * The entries that carry these records (JSON each, in order), as few as fit in `maxBytes` each:
- * split only between records, so that every entry is a prefix-closed step (a replay that stops
- * after any entry has applied whole commands). A record alone over the limit is the caller's to
- * refuse before it commits (see `fitsOneEntry`).
+ * The records of a round grouped into as few entries as fit in `maxBytes` each: split only between
+ * records, so that every entry is a prefix-closed step (a replay that stops after any entry has
+ * applied whole commands). A record alone over the limit is the caller's to refuse before it
+ * commits (see `fitsOneEntry`).
  */
-export function entryPayloads(shard: number, records: string[], maxBytes: number): Uint8Array[] {
-  const head = `{"v":1,"shard":${shard},"records":[`;
-  const payloads: Uint8Array[] = [];
-  let parts: string[] = [];
-  let size = head.length + 2;
+export function entryGroups(records: string[], maxBytes: number): string[][] {
+  const room = maxBytes - entryOverhead;
+  const groups: string[][] = [];
+  let group: string[] = [];
+  let size = 0;
   for (const record of records) {
     const bytes = Buffer.byteLength(record) + 1;
-    if (parts.length > 0 && size + bytes > maxBytes) {
-      payloads.push(encoder.encode(`${head}${parts.join(',')}]}`));
-      parts = [];
-      size = head.length + 2;
+    if (group.length > 0 && size + bytes > room) {
+      groups.push(group);
+      group = [];
+      size = 0;
     }
-    parts.push(record);
+    group.push(record);
     size += bytes;
   }
-  if (parts.length > 0) payloads.push(encoder.encode(`${head}${parts.join(',')}]}`));
-  return payloads;
+  if (group.length > 0) groups.push(group);
+  return groups;
 }
 
+/** An entry's bytes: its records (JSON each), appended right after entry `prev` of the shard's subject. */
+export const entryPayload = (shard: number, prev: number, records: string[]): Uint8Array =>
+  encoder.encode(`{"v":1,"shard":${shard},"prev":${prev},"records":[${records.join(',')}]}`);
+
+/** The envelope's bytes around the records, with room for the largest sequence. */
+const entryOverhead = entryPayload(0, Number.MAX_SAFE_INTEGER, []).length + 8;
+
 /** Whether one record fits an entry of its own under `maxBytes`. */
-export const fitsOneEntry = (shard: number, record: string, maxBytes: number) =>
-  `{"v":1,"shard":${shard},"records":[]}`.length + Buffer.byteLength(record) <= maxBytes;
+export const fitsOneEntry = (record: string, maxBytes: number) => entryOverhead + Buffer.byteLength(record) <= maxBytes;
 
 const decoder = new TextDecoder();
 
-/** The records of an entry, in order, with every reference read back from its input stream. */
-export async function recordsOf(data: Uint8Array, inputs: StreamInputs): Promise<ShardRecord[]> {
+/**
+ * The records of an entry, in order, with every reference read back from its input stream. Throws
+ * unless the entry was appended right after `position` (the entry the shard holds last).
+ */
+export async function recordsOf(data: Uint8Array, position: number, inputs: StreamInputs): Promise<ShardRecord[]> {
   const entry = JSON.parse(decoder.decode(data)) as JournalEntry;
   if (entry.v !== 1) throw new Error(`journal entry version ${String(entry.v)} is not one this trackd reads`);
+  if (entry.prev !== position)
+    throw new Error(`the entry follows entry ${entry.prev}, not ${position}: the journal is missing entries (purged?)`);
   const records: ShardRecord[] = [];
   for (const r of entry.records) {
     let args = r.args;

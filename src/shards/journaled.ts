@@ -3,7 +3,7 @@ import { unavailable } from '../errors/domain.js';
 import { Backoff } from '../scans/backoff.js';
 import { commandNamed } from './commands.js';
 import { JournalFenced, type ShardJournal } from './journal.js';
-import { entryPayloads, fitsOneEntry, journaledJson, recordsOf } from './journalEntry.js';
+import { entryGroups, entryPayload, fitsOneEntry, journaledJson, recordsOf } from './journalEntry.js';
 import { encodeError, type CommandAnswer, type CommandMessage } from './mailbox.js';
 import type { ShardRecord } from './records.js';
 import type { ShardWriter, Staged } from './writer.js';
@@ -65,7 +65,7 @@ export async function reconcile(
   let position = from;
   let replayed = 0;
   for await (const entry of journal.entries(from, last)) {
-    await applyEntry(writer, journal.created, entry.seq, await recordsOf(entry.data, journal));
+    await applyEntry(writer, journal.created, entry.seq, await recordsOf(entry.data, position, journal));
     position = entry.seq;
     replayed++;
   }
@@ -163,12 +163,11 @@ export class JournaledActor {
     const json = new Map<ShardRecord, string>();
     const check = (record: ShardRecord) => {
       const text = journaledJson(record);
-      if (!fitsOneEntry(this.journal.index, text, maxBytes))
+      if (!fitsOneEntry(text, maxBytes))
         throw new ApiError('payload_too_large', `The change is larger than the shard's journal takes (${maxBytes} bytes)`);
       json.set(record, text);
     };
     const staged: Staged[] = [];
-    let lost: unknown;
     try {
       writer.begin();
       for (const { message } of round) {
@@ -176,30 +175,21 @@ export class JournaledActor {
         // SQLite rolls a transaction back by itself on some failures (a full disk): the round is gone.
         if (!writer.writer.inTransaction) throw new Error('the storage rolled the round back');
       }
-    } catch (err) {
-      lost = err;
-    }
-    const records = staged.flatMap((s) => (s.record === undefined ? [] : [json.get(s.record)!]));
-    if (lost === undefined && records.length === 0) {
-      writer.commit();
-      this.settle(writer, round, staged);
-      return;
-    }
-    let seq = this.position;
-    try {
-      if (lost !== undefined) throw lost;
-      for (const payload of entryPayloads(this.journal.index, records, maxBytes)) {
-        seq = await this.journal.append(payload, seq);
+      const records = staged.flatMap((s) => (s.record === undefined ? [] : [json.get(s.record)!]));
+      let seq = this.position;
+      if (records.length > 0) {
+        for (const group of entryGroups(records, maxBytes))
+          seq = await this.journal.append(entryPayload(this.journal.index, seq, group), seq);
+        if (this.killAfterAppendOf !== undefined && staged.some((s) => s.record?.name === this.killAfterAppendOf))
+          process.kill(process.pid, 'SIGKILL');
+        writer.setJournalPosition(this.journal.created, seq);
       }
-      if (this.killAfterAppendOf !== undefined && staged.some((s) => s.record?.name === this.killAfterAppendOf))
-        process.kill(process.pid, 'SIGKILL');
-      writer.setJournalPosition(this.journal.created, seq);
       writer.commit();
+      this.position = seq;
     } catch (err) {
       this.fail(writer, round, staged, err);
       return;
     }
-    this.position = seq;
     this.settle(writer, round, staged);
   }
 
@@ -234,7 +224,11 @@ export class JournaledActor {
   private async recover(cause: unknown): Promise<void> {
     this.state = 'recovering';
     this.onEvent({ kind: 'recovering', detail: (cause as Error).message });
-    this.writer?.close();
+    try {
+      this.writer?.close();
+    } catch {
+      // A writer that cannot close cleanly is dropped all the same: a new one is opened.
+    }
     this.writer = undefined;
     const backoff = new Backoff(250, 5_000);
     for (;;) {

@@ -5,6 +5,7 @@ import './commandIndex.js';
 import { ShardGenerations } from './generations.js';
 import { ShardJournal, type JournalSettings } from './journal.js';
 import { reconcile } from './journaled.js';
+import { restoreSnapshot, type SnapshotInfo } from './snapshots.js';
 import type { ShardRecord } from './records.js';
 import { ShardWriter, type IdSource } from './writer.js';
 
@@ -18,8 +19,11 @@ const recordedIdsOnly: IdSource = {
 /** A writer on a new shard file (the shard migrations applied), drawing only recorded ids. */
 async function openFresh(file: string, index: number): Promise<ShardWriter> {
   if (fs.existsSync(file)) throw new Error(`replay: ${file} exists; a replay starts from a fresh shard file`);
-  return ShardWriter.open(path.dirname(file), index, recordedIdsOnly, new ShardGenerations(), { placement: scanPlacement }, file);
+  return openWriter(file, index);
 }
+
+const openWriter = (file: string, index: number) =>
+  ShardWriter.open(path.dirname(file), index, recordedIdsOnly, new ShardGenerations(), { placement: scanPlacement }, file);
 
 /**
  * Applies a shard's records, in order, to a fresh shard file (created with the shard migrations),
@@ -46,19 +50,23 @@ export async function replayInto(file: string, records: Iterable<ShardRecord>, i
 }
 
 /**
- * Rebuilds a shard from its journal alone: a fresh shard file, every entry of `journal.<index>`
- * applied in order with the inputs it refers to read back from their streams. Returns the journal
- * position reached and the entries applied.
+ * Rebuilds shard `index` into `file` (which must not exist) from what NATS holds: its latest
+ * snapshot, when `fromSnapshot` and there is one, then every journal entry after the snapshot's
+ * position (all of them without a snapshot), with the inputs they refer to read back from their
+ * streams. What a new owner does (step 4 of docs/cluster.md); returns the snapshot restored, the
+ * position reached and the entries applied on top.
  */
-export async function replayJournalInto(
+export async function rebuildShard(
   file: string,
   settings: JournalSettings,
   index: number,
-): Promise<{ position: number; replayed: number }> {
-  const writer = await openFresh(file, index);
+  options: { fromSnapshot: boolean },
+): Promise<{ snapshot?: SnapshotInfo; position: number; replayed: number }> {
+  const snapshot = options.fromSnapshot ? await restoreSnapshot(settings, index, file) : undefined;
+  const writer = snapshot === undefined ? await openFresh(file, index) : await openWriter(file, index);
   const journal = await ShardJournal.open(settings, index);
   try {
-    return await reconcile(writer, journal, () => {});
+    return { snapshot, ...(await reconcile(writer, journal, () => {})) };
   } finally {
     writer.close();
     await journal.close();

@@ -4,7 +4,7 @@ import { unavailable } from '../errors/domain.js';
 import { systemClock } from '../clock.js';
 import type { AssetPlacement } from '../locations/placement.js';
 import { checkpointInBackground } from '../storage/checkpointer.js';
-import { migrate, openDatabase, type Db } from '../storage/sqlite.js';
+import { migrate, openDatabase, StatementCache, type Db } from '../storage/sqlite.js';
 import { commandNamed } from './commands.js';
 import type { ShardGenerations, WriteEffects } from './generations.js';
 import { JOURNAL_STREAM } from './journalEntry.js';
@@ -44,6 +44,8 @@ export class ShardWriter {
   /** The running command's time (its message's `now`): commands read the clock only through this. */
   now = 0;
   private readonly afterCommand: (() => void)[] = [];
+  /** The writer's own statements (rounds, the journal position), prepared once. */
+  private readonly statements: StatementCache;
   /** Where committed commands are recorded; undefined (the default) costs nothing per command. */
   private sink: RecordSink | undefined;
   /** The ids the running command drew, per entity in order (only while a sink listens). */
@@ -58,7 +60,9 @@ export class ShardWriter {
     readonly generations: ShardGenerations,
     readonly ports: WriterPorts,
     private readonly stopCheckpoints: () => void,
-  ) {}
+  ) {
+    this.statements = new StatementCache(writer);
+  }
 
   static async open(
     dataDir: string,
@@ -131,11 +135,11 @@ export class ShardWriter {
 
   /** Opens a round: the commands staged until `commit` or `rollback` commit together or not at all. */
   begin(): void {
-    this.writer.exec('BEGIN IMMEDIATE');
+    this.statements.get('BEGIN IMMEDIATE').run();
   }
 
   commit(): void {
-    this.writer.exec('COMMIT');
+    this.statements.get('COMMIT').run();
   }
 
   /** Undoes an open round (a no-op when SQLite already rolled it back itself, as it may on a full disk). */
@@ -153,8 +157,8 @@ export class ShardWriter {
 
   /** Records the journal position (inside the round or replay it belongs to). */
   setJournalPosition(created: string, seq: number): void {
-    this.writer
-      .prepare(
+    this.statements
+      .get(
         `INSERT INTO scan_ingest_state (stream, stream_created, applied_seq) VALUES (?, ?, ?)
          ON CONFLICT (stream) DO UPDATE SET stream_created = excluded.stream_created, applied_seq = excluded.applied_seq`,
       )
