@@ -4,7 +4,7 @@ import { Backoff } from '../scans/backoff.js';
 import { commandNamed } from './commands.js';
 import { JournalFenced, type ShardJournal } from './journal.js';
 import { entryGroups, entryPayload, fitsOneEntry, journaledJson, recordsOf } from './journalEntry.js';
-import { encodeError, type CommandAnswer, type CommandMessage } from './mailbox.js';
+import { decodeError, encodeError, type CommandAnswer, type CommandMessage } from './mailbox.js';
 import type { ShardRecord } from './records.js';
 import type { ShardWriter, Staged } from './writer.js';
 
@@ -168,16 +168,20 @@ export class JournaledActor {
       json.set(record, text);
     };
     const staged: Staged[] = [];
+    let appending = false;
     try {
       writer.begin();
       for (const { message } of round) {
-        staged.push(writer.stage(message, check));
+        const one = writer.stage(message, check);
+        staged.push(one);
         // SQLite rolls a transaction back by itself on some failures (a full disk): the round is gone.
-        if (!writer.writer.inTransaction) throw new Error('the storage rolled the round back');
+        if (!writer.writer.inTransaction)
+          throw one.answer.error === undefined ? new Error('the storage rolled the round back') : decodeError(one.answer.error);
       }
       const records = staged.flatMap((s) => (s.record === undefined ? [] : [json.get(s.record)!]));
       let seq = this.position;
       if (records.length > 0) {
+        appending = true;
         for (const group of entryGroups(records, maxBytes))
           seq = await this.journal.append(entryPayload(this.journal.index, seq, group), seq);
         if (this.killAfterAppendOf !== undefined && staged.some((s) => s.record?.name === this.killAfterAppendOf))
@@ -187,7 +191,7 @@ export class JournaledActor {
       writer.commit();
       this.position = seq;
     } catch (err) {
-      this.fail(writer, round, staged, err);
+      this.fail(writer, round, staged, err, appending);
       return;
     }
     this.settle(writer, round, staged);
@@ -200,19 +204,31 @@ export class JournaledActor {
     }
   }
 
-  private fail(writer: ShardWriter, round: Pending[], staged: Staged[], err: unknown): void {
+  /**
+   * A round that did not commit: rolled back, its commands answered. Before any append nothing is
+   * anywhere, and the cause itself is the answer (a full disk: the storage 503); from the append on
+   * the entry may be in the journal, to be applied when the shard catches up.
+   */
+  private fail(writer: ShardWriter, round: Pending[], staged: Staged[], err: unknown, appending: boolean): void {
     try {
       writer.rollback();
     } catch {
       // The writer is reopened below either way.
     }
     const fenced = err instanceof JournalFenced;
-    const detail = fenced
-      ? `Shard ${this.journal.index} is owned by another writer now; nothing was changed`
-      : `Shard ${this.journal.index} could not journal the write (${(err as Error).message}); it may still be applied once the shard catches up with its journal; retry shortly`;
+    const answer = fenced
+      ? encodeError(unavailable(`Shard ${this.journal.index} is owned by another writer now; nothing was changed`, 1))
+      : appending
+        ? encodeError(
+            unavailable(
+              `Shard ${this.journal.index} could not journal the write (${(err as Error).message}); it may still be applied once the shard catches up with its journal; retry shortly`,
+              1,
+            ),
+          )
+        : encodeError(err);
     for (let i = 0; i < round.length; i++) {
       const failedAlone = staged[i]?.answer.error !== undefined;
-      round[i]!.reply(failedAlone ? staged[i]!.answer : { id: round[i]!.message.id, error: encodeError(unavailable(detail, 1)) });
+      round[i]!.reply(failedAlone ? staged[i]!.answer : { id: round[i]!.message.id, error: answer });
     }
     if (fenced) {
       this.state = 'fenced';
@@ -230,7 +246,7 @@ export class JournaledActor {
       // A writer that cannot close cleanly is dropped all the same: a new one is opened.
     }
     this.writer = undefined;
-    const backoff = new Backoff(250, 5_000);
+    const backoff = new Backoff(100, 1_000);
     for (;;) {
       try {
         const writer = await this.reopen();
