@@ -20,6 +20,8 @@ export const ConfigSchema = Type.Object({
   HISTORY_GAP_SECONDS: IntString(0, 31_536_000),
   EVENT_ID_RETENTION_SECONDS: IntString(1, 31_536_000),
   RESPONSE_CACHE_MB: IntString(0, 65_536),
+  SHARD_JOURNAL: Type.Union([Type.Literal('on'), Type.Literal('off')]),
+  JOURNAL_REPLICAS: IntString(1, 5),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -38,6 +40,8 @@ const DEFAULTS: Record<string, string> = {
   HISTORY_GAP_SECONDS: '300',
   EVENT_ID_RETENTION_SECONDS: '86400',
   RESPONSE_CACHE_MB: '64',
+  SHARD_JOURNAL: 'off',
+  JOURNAL_REPLICAS: '1',
 };
 
 const INTEGER_VARS = new Set([
@@ -49,6 +53,7 @@ const INTEGER_VARS = new Set([
   'HISTORY_GAP_SECONDS',
   'EVENT_ID_RETENTION_SECONDS',
   'RESPONSE_CACHE_MB',
+  'JOURNAL_REPLICAS',
 ]);
 
 /** Reads the configuration; a bad value throws a ConfigError whose one-line message names the variable. */

@@ -8,16 +8,16 @@ import type { HttpServer } from './http/server.js';
 import { ControlPlane } from './control/controlPlane.js';
 import { loadSigningKey } from './auth/signingKey.js';
 import { HttpThreads } from './http/threads.js';
-import { createLogger } from './log.js';
+import { createLogger, type Logger } from './log.js';
 import { startNatsServer, type NatsServerProcess } from './nats/embedded.js';
 import { Metrics } from './ops/metrics.js';
 import { collectLoopAndGc, collectProcessMetrics, collectThreadBusy, type LoopClock } from './ops/processMetrics.js';
 import { Readiness } from './ops/readiness.js';
-import { readersSource } from './readers/source.js';
 import { startScanIngest, type ScanIngest } from './scans/ingest.js';
-import { scansSource } from './scans/source.js';
+import { scanSources } from './scans/sources.js';
 import type { Services } from './services.js';
 import { ShardActors } from './shards/actors.js';
+import type { JournalEvent } from './shards/journaled.js';
 import { ShardRegistry } from './shards/registry.js';
 import { StorageHealth } from './storage/health.js';
 
@@ -69,12 +69,15 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
     crashed?.(err);
     process.exit(1);
   };
+  let natsUrl = config.NATS_URL;
+  const journaled = config.SHARD_JOURNAL === 'on';
   const actors = new ShardActors(
     config.DATA_DIR,
     (index, err) => onCrash(new Error(`shard ${index}: ${err.message}`)),
     (shard, reportIndex) =>
       logger.info({ shard, report_index: { ...reportIndex, megabytes: Math.round(reportIndex.bytes / 1e5) / 10 } }, 'shard actor started'),
     options.recordDir,
+    journaled ? { settings: () => ({ natsUrl: natsUrl!, replicas: config.JOURNAL_REPLICAS }), onEvent: journalLogger(logger) } : undefined,
   );
   const readiness = Readiness.initial({ storage: true, consumer: false });
   const shards = new ShardRegistry(config.DATA_DIR, control, actors.link(options.clock));
@@ -88,27 +91,30 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
 
   let embedded: NatsServerProcess | undefined;
   let ingest: ScanIngest | undefined;
-  let natsUrl = config.NATS_URL;
   let port: number;
+  const startBroker = async () => {
+    if (natsUrl !== undefined) return;
+    embedded = await startNatsServer({
+      storeDir: path.join(config.DATA_DIR, 'nats'),
+      mqttPort: config.MQTT_PORT ?? 0,
+      serverName: 'trackd-embedded',
+    });
+    natsUrl = embedded.url;
+    fs.writeFileSync(path.join(config.DATA_DIR, 'nats.url'), `${natsUrl}\n`);
+    fs.writeFileSync(path.join(config.DATA_DIR, 'mqtt.url'), `mqtt://127.0.0.1:${embedded.mqttPort}\n`);
+    logger.info({ nats_url: natsUrl, mqtt_port: embedded.mqttPort }, 'embedded nats-server started');
+  };
   try {
+    // Journaled shards reconcile with their journal before they serve: the broker comes first.
+    if (journaled) await startBroker();
     await shards.openAll(config.SHARDS);
     // The HTTP threads boot (module loading, connections) while the broker and the consumer start.
     const threadsReady = http.start(config.HTTP_THREADS);
     threadsReady.catch(() => undefined);
-    if (natsUrl === undefined) {
-      embedded = await startNatsServer({
-        storeDir: path.join(config.DATA_DIR, 'nats'),
-        mqttPort: config.MQTT_PORT ?? 0,
-        serverName: 'trackd-embedded',
-      });
-      natsUrl = embedded.url;
-      fs.writeFileSync(path.join(config.DATA_DIR, 'nats.url'), `${natsUrl}\n`);
-      fs.writeFileSync(path.join(config.DATA_DIR, 'mqtt.url'), `mqtt://127.0.0.1:${embedded.mqttPort}\n`);
-      logger.info({ nats_url: natsUrl, mqtt_port: embedded.mqttPort }, 'embedded nats-server started');
-    }
+    await startBroker();
     // The consumer starts once HTTP can follow at once: a backlog drains in plain view of /metrics.
     await threadsReady;
-    ingest = await startScanIngest(services, natsUrl, [scansSource, readersSource]);
+    ingest = await startScanIngest(services, natsUrl!, scanSources);
     port = await http.listenAll();
   } catch (err) {
     // Leave nothing behind (the embedded nats-server is a child process that would outlive us).
@@ -166,5 +172,15 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
       logger.flush();
     })());
   crashed = () => void embedded?.stop();
-  return { port, natsUrl, inject: injectRequest, stop };
+  return { port, natsUrl: natsUrl!, inject: injectRequest, stop };
+}
+
+/** The journal's events of each shard actor, as log lines. */
+function journalLogger(logger: Logger): (shard: number, event: JournalEvent) => void {
+  return (shard, event) => {
+    const { kind, ...fields } = event;
+    if (kind === 'fenced' || kind === 'rebased') logger.error({ shard, ...fields }, `shard journal ${kind}`);
+    else if (kind === 'recovering') logger.warn({ shard, ...fields }, 'shard journal recovering');
+    else logger.info({ shard, ...fields }, `shard journal ${kind}`);
+  };
 }

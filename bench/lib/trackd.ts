@@ -45,8 +45,9 @@ export class TrackdProcess {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
+    // The last lines it printed (warnings and errors at LOG_LEVEL=warn), for when it dies.
     const keep = (d: Buffer) => {
-      if (output.length < 50_000) output += d.toString();
+      output = (output + d.toString()).slice(-50_000);
     };
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
@@ -65,10 +66,17 @@ export class TrackdProcess {
       }
       await new Promise((r) => setTimeout(r, 50));
     }
-    return new TrackdProcess(child, port, env);
+    const started = new TrackdProcess(child, port, env);
+    child.once('exit', (code, signal) => {
+      if (!started.stopping) process.stderr.write(`[bench] trackd exited unexpectedly (${signal ?? code}): ${output.slice(-4000)}\n`);
+    });
+    return started;
   }
 
+  private stopping = false;
+
   stop(): Promise<void> {
+    this.stopping = true;
     return stopChild(this.child);
   }
 }

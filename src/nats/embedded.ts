@@ -77,6 +77,8 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
     `server_name: "${options.serverName ?? 'trackd'}"`,
     `listen: "127.0.0.1:${port}"`,
     `jetstream { store_dir: ${JSON.stringify(options.storeDir)} }`,
+    // A shard's journal entry holds a write's arguments whole: room for a 1 MiB request body and more.
+    'max_payload: 8388608',
   ];
   if (mqttPort !== undefined) lines.push(`mqtt { listen: "127.0.0.1:${mqttPort}" }`);
   const configFile = path.join(options.storeDir, 'nats-server.conf');

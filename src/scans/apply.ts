@@ -5,6 +5,7 @@ import type { ShardWriter } from '../shards/writer.js';
 import type { Db } from '../storage/sqlite.js';
 import { describeLocation, type CanonicalScan, type LocationRef, type SourcedScan } from './canonical.js';
 import { shardState } from '../shards/state.js';
+import { scanBatchJournal } from './journalForm.js';
 import { reportIndexOf, type ReportIndex } from './reportIndex.js';
 import { extendsEarlier, visitStep } from './visits.js';
 
@@ -505,6 +506,7 @@ const applyCommand = shardCommand(
   (shard, { items, options }: { items: SourcedScan[]; options: ApplyOptions }): ScanOutcome[] =>
     storeOf(shard).applyBatch(items, options, shard.now),
   'scans',
+  { journal: scanBatchJournal },
 );
 
 export function applyScanBatch(shard: Shard, items: SourcedScan[], options: ApplyOptions & BatchTime): Promise<ScanOutcome[]> {

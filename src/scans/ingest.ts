@@ -20,6 +20,7 @@ import { applyScanBatch, bindStream, type ScanOutcome } from './apply.js';
 import type { SourcedScan } from './canonical.js';
 import type { DeadLetter } from './decode.js';
 import { scansSource, type MessageRoute, type MetricLabels, type ScanSource } from './source.js';
+import { sourcedItems } from './sources.js';
 import { connectNats, ensureStream, isApiError, SCANS_DEAD_STREAM } from './streams.js';
 
 export interface ScanIngest {
@@ -257,9 +258,7 @@ class ScanConsumer implements ScanIngest {
       this.inHand.delete(seq);
       return;
     }
-    // Only the first scan carries the stream sequence (the shard's applied-sequence check); the
-    // others of the same message commit in the same transaction and are guarded by their event ids.
-    const items = decoded.scans.map((scan, i) => ({ scan, stream: this.source.stream, seq: i === 0 ? seq : 0 }));
+    const items = sourcedItems(decoded.scans, this.source.stream, seq);
     let reads = 0;
     for (const s of decoded.scans) reads += s.reads.length;
     this.lanes.enqueue(shardIndex, { msg, orgToken: route.orgToken, items, labels, labelKey, scans: items.length, reads, at });

@@ -10,15 +10,21 @@ export function isApiError(err: unknown, code: number): boolean {
   return err instanceof JetStreamApiError && err.code === code;
 }
 
-/** Creates a file-storage stream when missing; never deletes or rewrites it. */
-export async function ensureStream(jsm: JetStreamManager, name: string, subject: string): Promise<StreamInfo> {
+/** Creates a file-storage stream when missing (with `replicas` copies); never deletes or rewrites it. */
+export async function ensureStream(jsm: JetStreamManager, name: string, subject: string, replicas = 1): Promise<StreamInfo> {
   try {
     return await jsm.streams.info(name);
   } catch (err) {
     if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
   }
   try {
-    return await jsm.streams.add({ name, subjects: [subject], storage: StorageType.File, duplicate_window: nanos(DUPLICATE_WINDOW_MS) });
+    return await jsm.streams.add({
+      name,
+      subjects: [subject],
+      storage: StorageType.File,
+      num_replicas: replicas,
+      duplicate_window: nanos(DUPLICATE_WINDOW_MS),
+    });
   } catch (err) {
     // Another process created it between our two calls.
     return jsm.streams.info(name).catch(() => Promise.reject(err));
@@ -32,7 +38,11 @@ export async function ensureScanStreams(jsm: JetStreamManager): Promise<{ scans:
   return { scans, dead };
 }
 
-export function connectNats(natsUrl: string, name: string, options: { reconnect: boolean }): Promise<NatsConnection> {
+export function connectNats(
+  natsUrl: string,
+  name: string,
+  options: { reconnect: boolean; noAsyncTraces?: boolean },
+): Promise<NatsConnection> {
   const { servers, user, pass } = splitCredentials(natsUrl);
   return connect({
     servers,
@@ -40,6 +50,7 @@ export function connectNats(natsUrl: string, name: string, options: { reconnect:
     name,
     maxReconnectAttempts: options.reconnect ? -1 : 0,
     reconnectTimeWait: 250,
+    noAsyncTraces: options.noAsyncTraces ?? false,
   });
 }
 

@@ -1,6 +1,8 @@
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Clock } from '../clock.js';
 import { ShardGenerations } from './generations.js';
+import type { JournalSettings } from './journal.js';
+import type { JournalEvent } from './journaled.js';
 import { PortMailbox } from './mailbox.js';
 import type { ActorLink } from './registry.js';
 import type { FromShardWorker, ReportIndexFigures, ShardWorkerData, ToShardWorker } from './worker.js';
@@ -30,6 +32,8 @@ export class ShardActors {
     private readonly onCrash: (index: number, err: Error) => void,
     private readonly onStarted: (index: number, reportIndex: ReportIndexFigures) => void = () => {},
     private readonly recordDir?: string,
+    /** Journal every commit (settings read when an actor starts: the broker may start after this object). */
+    private readonly journal?: { settings: () => JournalSettings; onEvent: (index: number, event: JournalEvent) => void },
   ) {}
 
   private start(index: number): Promise<Actor> {
@@ -37,11 +41,18 @@ export class ShardActors {
     if (actor === undefined) {
       actor = new Promise<Actor>((resolve, reject) => {
         const generations = new ShardGenerations().buffer;
-        const workerData: ShardWorkerData = { dataDir: this.dataDir, index, generations, recordDir: this.recordDir };
+        const workerData: ShardWorkerData = {
+          dataDir: this.dataDir,
+          index,
+          generations,
+          recordDir: this.recordDir,
+          journal: this.journal?.settings(),
+        };
         const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData, name: `shard-${index}` });
         let started = false;
-        worker.once('message', (message: FromShardWorker) => {
-          if (message.type === 'ready') {
+        worker.on('message', (message: FromShardWorker) => {
+          if (message.type === 'journal') this.journal?.onEvent(index, message.event);
+          else if (message.type === 'ready') {
             started = true;
             this.onStarted(index, message.reportIndex);
             this.started.set(index, worker);

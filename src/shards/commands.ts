@@ -1,5 +1,15 @@
 import type { WriteEffects } from './generations.js';
+import type { StreamInputs } from './journalEntry.js';
 import type { ShardWriter } from './writer.js';
+
+/**
+ * How a command's arguments go into the shard's journal when they are not written in full: a scan
+ * batch is written as references to the stream messages it came from, and read back from them.
+ */
+export interface JournalCodec<A> {
+  encode(args: A): unknown;
+  decode(encoded: unknown, inputs: StreamInputs): Promise<A>;
+}
 
 /**
  * A command of a shard actor: a name, a function run by the shard's writer with structured
@@ -10,6 +20,8 @@ export interface ShardCommand<A, R> {
   readonly name: string;
   /** Whether a commit of it is a state change to record (records.ts); false for commands that only read. */
   readonly recorded: boolean;
+  /** Its journal form; none: the arguments as they are. */
+  readonly journal?: JournalCodec<A>;
   run(writer: ShardWriter, args: A): R;
   effects(args: A, result: R): WriteEffects;
 }
@@ -21,12 +33,13 @@ export function shardCommand<A, R>(
   name: string,
   run: (writer: ShardWriter, args: A) => R,
   effects: WriteEffects | ((args: A, result: R) => WriteEffects),
-  options: { readOnly?: boolean } = {},
+  options: { readOnly?: boolean; journal?: JournalCodec<A> } = {},
 ): ShardCommand<A, R> {
   if (registry.has(name)) throw new Error(`shard command ${name} defined twice`);
   const command: ShardCommand<A, R> = {
     name,
     recorded: options.readOnly !== true,
+    journal: options.journal,
     run,
     effects: typeof effects === 'function' ? effects : () => effects,
   };

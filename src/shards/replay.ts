@@ -3,6 +3,9 @@ import path from 'node:path';
 import { scanPlacement } from '../scans/placement.js';
 import './commandIndex.js';
 import { ShardGenerations } from './generations.js';
+import { ShardJournal, type JournalSettings } from './journal.js';
+import { reconcile } from './journaled.js';
+import { restoreSnapshot, type SnapshotInfo } from './snapshots.js';
 import type { ShardRecord } from './records.js';
 import { ShardWriter, type IdSource } from './writer.js';
 
@@ -13,6 +16,15 @@ const recordedIdsOnly: IdSource = {
   },
 };
 
+/** A writer on a new shard file (the shard migrations applied), drawing only recorded ids. */
+async function openFresh(file: string, index: number): Promise<ShardWriter> {
+  if (fs.existsSync(file)) throw new Error(`replay: ${file} exists; a replay starts from a fresh shard file`);
+  return openWriter(file, index);
+}
+
+const openWriter = (file: string, index: number) =>
+  ShardWriter.open(path.dirname(file), index, recordedIdsOnly, new ShardGenerations(), { placement: scanPlacement }, file);
+
 /**
  * Applies a shard's records, in order, to a fresh shard file (created with the shard migrations),
  * on this thread, with each record's own `now` and ids: neither the wall clock nor the control
@@ -20,15 +32,7 @@ const recordedIdsOnly: IdSource = {
  * first record that fails or diverges (other ids drawn than recorded).
  */
 export async function replayInto(file: string, records: Iterable<ShardRecord>, index = 0): Promise<number> {
-  if (fs.existsSync(file)) throw new Error(`replay: ${file} exists; a replay starts from a fresh shard file`);
-  const writer = await ShardWriter.open(
-    path.dirname(file),
-    index,
-    recordedIdsOnly,
-    new ShardGenerations(),
-    { placement: scanPlacement },
-    file,
-  );
+  const writer = await openFresh(file, index);
   let applied = 0;
   try {
     for (const record of records) {
@@ -43,4 +47,28 @@ export async function replayInto(file: string, records: Iterable<ShardRecord>, i
     writer.close();
   }
   return applied;
+}
+
+/**
+ * Rebuilds shard `index` into `file` (which must not exist) from what NATS holds: its latest
+ * snapshot, when `fromSnapshot` and there is one, then every journal entry after the snapshot's
+ * position (all of them without a snapshot), with the inputs they refer to read back from their
+ * streams. What a new owner does (step 4 of docs/cluster.md); returns the snapshot restored, the
+ * position reached and the entries applied on top.
+ */
+export async function rebuildShard(
+  file: string,
+  settings: JournalSettings,
+  index: number,
+  options: { fromSnapshot: boolean },
+): Promise<{ snapshot?: SnapshotInfo; position: number; replayed: number }> {
+  const snapshot = options.fromSnapshot ? await restoreSnapshot(settings, index, file) : undefined;
+  const writer = snapshot === undefined ? await openFresh(file, index) : await openWriter(file, index);
+  const journal = await ShardJournal.open(settings, index);
+  try {
+    return { snapshot, ...(await reconcile(writer, journal, () => {})) };
+  } finally {
+    writer.close();
+    await journal.close();
+  }
 }

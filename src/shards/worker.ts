@@ -1,6 +1,7 @@
 /**
  * The thread of one shard actor: its mailboxes (one MessagePort per thread that talks to it) feed
- * one writer, one command at a time, in arrival order per port.
+ * one writer, one command at a time, in arrival order per port; with a journal, in rounds that
+ * commit once their journal entry is stored (journaled.ts).
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { ControlPlane } from '../control/controlPlane.js';
@@ -8,6 +9,8 @@ import { scanPlacement } from '../scans/placement.js';
 import { reportIndexOf } from '../scans/reportIndex.js';
 import './commandIndex.js';
 import { ShardGenerations } from './generations.js';
+import { ShardJournal, type JournalSettings } from './journal.js';
+import { JournaledActor, reconcile, type JournalEvent } from './journaled.js';
 import type { CommandMessage } from './mailbox.js';
 import { jsonLinesSink, recordFile } from './records.js';
 import { ShardWriter } from './writer.js';
@@ -18,6 +21,8 @@ export interface ShardWorkerData {
   generations: SharedArrayBuffer;
   /** When set, the actor appends a record of each committed state change to a JSON-lines file in it. */
   recordDir?: string;
+  /** When set, every commit is journaled first (docs/cluster.md). */
+  journal?: JournalSettings;
 }
 
 /** What the actor's report index holds after its build at start, and how long the build took. */
@@ -28,32 +33,55 @@ export interface ReportIndexFigures {
 }
 
 export type ToShardWorker = { type: 'connect'; port: MessagePort } | { type: 'close' };
-export type FromShardWorker = { type: 'ready'; reportIndex: ReportIndexFigures } | { type: 'failed'; message: string } | { type: 'closed' };
+export type FromShardWorker =
+  | { type: 'ready'; reportIndex: ReportIndexFigures }
+  | { type: 'failed'; message: string }
+  | { type: 'closed' }
+  | { type: 'journal'; event: JournalEvent };
 
 const data = workerData as ShardWorkerData;
 const parent = parentPort!;
 const ports = new Set<MessagePort>();
+/** Tests only (faults): the process kills itself once it has journaled this command, before the commit. */
+const killAfterAppendOf = process.env.TRACKD_TEST_KILL_AFTER_JOURNALING || undefined;
 
 try {
   const control = await ControlPlane.open(data.dataDir);
-  const writer = await ShardWriter.open(data.dataDir, data.index, control, new ShardGenerations(data.generations), {
-    placement: scanPlacement,
-  });
+  const generations = new ShardGenerations(data.generations);
   const records = data.recordDir === undefined ? undefined : jsonLinesSink(recordFile(data.recordDir, data.index));
-  writer.recordTo(records?.write);
+  const open = async () => {
+    const writer = await ShardWriter.open(data.dataDir, data.index, control, generations, { placement: scanPlacement });
+    writer.recordTo(records?.write);
+    return writer;
+  };
+  const writer = await open();
+  const report = (event: JournalEvent) => parent.postMessage({ type: 'journal', event } satisfies FromShardWorker);
+  let journal: ShardJournal | undefined;
+  let actor: JournaledActor | undefined;
+  if (data.journal !== undefined) {
+    journal = await ShardJournal.open(data.journal, data.index);
+    const { position, replayed } = await reconcile(writer, journal, report);
+    report({ kind: 'reconciled', position, replayed });
+    actor = new JournaledActor(writer, position, journal, open, report, killAfterAppendOf);
+  }
   // Built before the actor is ready, so that start-up (not the first report) pays for it.
   const building = performance.now();
-  const report = reportIndexOf(writer).footprint();
-  const reportIndex = { ...report, ms: Math.round(performance.now() - building) };
-  parent.on('message', (message: ToShardWorker) => {
+  const reportIndex = { ...reportIndexOf(writer).footprint(), ms: Math.round(performance.now() - building) };
+  parent.on('message', async (message: ToShardWorker) => {
     if (message.type === 'connect') {
       const port = message.port;
       ports.add(port);
-      port.on('message', (command: CommandMessage) => port.postMessage(writer.execute(command)));
+      if (actor === undefined) port.on('message', (command: CommandMessage) => port.postMessage(writer.execute(command)));
+      else port.on('message', (command: CommandMessage) => actor.submit(command, (answer) => port.postMessage(answer)));
       port.on('close', () => ports.delete(port));
     } else if (message.type === 'close') {
       for (const port of ports) port.close();
-      writer.close();
+      if (actor === undefined) writer.close();
+      else {
+        await actor.idle();
+        actor.current()?.close();
+        await journal?.close();
+      }
       records?.close();
       control.close();
       parent.postMessage({ type: 'closed' } satisfies FromShardWorker);

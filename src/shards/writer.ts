@@ -4,13 +4,21 @@ import { unavailable } from '../errors/domain.js';
 import { systemClock } from '../clock.js';
 import type { AssetPlacement } from '../locations/placement.js';
 import { checkpointInBackground } from '../storage/checkpointer.js';
-import { migrate, openDatabase, type Db } from '../storage/sqlite.js';
+import { migrate, openDatabase, StatementCache, type Db } from '../storage/sqlite.js';
 import { commandNamed } from './commands.js';
-import type { ShardGenerations } from './generations.js';
+import type { ShardGenerations, WriteEffects } from './generations.js';
+import { JOURNAL_STREAM } from './journalEntry.js';
 import { encodeError, type CommandAnswer, type CommandMessage } from './mailbox.js';
 import type { DrawnIds, IdEntity, RecordSink, ShardRecord } from './records.js';
 
 export type { IdEntity } from './records.js';
+
+/** A command run but not yet published: its answer, and (when it committed a change) its record and effects. */
+export interface Staged {
+  answer: CommandAnswer;
+  record?: ShardRecord;
+  effects?: WriteEffects;
+}
 
 /** Where new ids come from: blocks reserved in the control plane (ControlPlane), or a replay's records. */
 export interface IdSource {
@@ -36,6 +44,8 @@ export class ShardWriter {
   /** The running command's time (its message's `now`): commands read the clock only through this. */
   now = 0;
   private readonly afterCommand: (() => void)[] = [];
+  /** The writer's own statements (rounds, the journal position), prepared once. */
+  private readonly statements: StatementCache;
   /** Where committed commands are recorded; undefined (the default) costs nothing per command. */
   private sink: RecordSink | undefined;
   /** The ids the running command drew, per entity in order (only while a sink listens). */
@@ -50,7 +60,9 @@ export class ShardWriter {
     readonly generations: ShardGenerations,
     readonly ports: WriterPorts,
     private readonly stopCheckpoints: () => void,
-  ) {}
+  ) {
+    this.statements = new StatementCache(writer);
+  }
 
   static async open(
     dataDir: string,
@@ -68,8 +80,23 @@ export class ShardWriter {
     return new ShardWriter(index, writer, idSource, generations, ports, checkpointInBackground(file, writer));
   }
 
-  /** Runs one mailbox message to its answer. Never throws: a failure is the answer. */
+  /**
+   * Runs one mailbox message to its answer in a transaction of its own (or one statement). Never
+   * throws: a failure is the answer.
+   */
   execute(message: CommandMessage): CommandAnswer {
+    const staged = this.stage(message);
+    this.publish(staged);
+    return staged.answer;
+  }
+
+  /**
+   * Runs one mailbox message. Inside an open round (`begin`) it runs in a savepoint, so that its
+   * failure undoes it alone, and `check` may still refuse its record there; its effects are not
+   * published (`publish`) until the round commits. Never throws: a failure is the answer.
+   */
+  stage(message: CommandMessage, check?: (record: ShardRecord) => void): Staged {
+    const inRound = this.writer.inTransaction;
     try {
       // The deadline is the actor's own wall clock against the sender's: how long the message waited.
       if (message.deadline !== undefined && systemClock.now() > message.deadline) {
@@ -78,27 +105,85 @@ export class ShardWriter {
       const command = commandNamed(message.name);
       if (command === undefined) throw new Error(`unknown shard command ${message.name}`);
       this.now = message.now;
-      const recording = this.sink !== undefined && command.recorded;
+      const recording = command.recorded && (inRound || this.sink !== undefined);
       if (recording) this.drawn = {};
-      const value = command.run(this, message.args);
-      if (recording) this.sink!({ name: message.name, now: message.now, args: message.args, ids: this.drawn! });
-      this.generations.bump(command.effects(message.args, value));
-      return { id: message.id, value };
+      let record: ShardRecord | undefined;
+      const run = () => {
+        const result = command.run(this, message.args);
+        if (recording) {
+          record = { name: message.name, now: message.now, args: message.args, ids: this.drawn! };
+          check?.(record);
+        }
+        return result;
+      };
+      const value = inRound ? this.writer.transaction(run)() : run();
+      return { answer: { id: message.id, value }, record, effects: command.effects(message.args, value) };
     } catch (err) {
-      // A failed command changed nothing: each runs in one transaction or one statement.
-      return { id: message.id, error: encodeError(err) };
+      // A failed command changed nothing: each runs in one transaction or one statement (a savepoint in a round).
+      return { answer: { id: message.id, error: encodeError(err) } };
     } finally {
       this.drawn = undefined;
       for (const settle of this.afterCommand) settle();
     }
   }
 
+  /** After a command's commit: its record to the sink, its effects to the caches of reads. */
+  publish(staged: Staged): void {
+    if (staged.record !== undefined) this.sink?.(staged.record);
+    if (staged.effects !== undefined) this.generations.bump(staged.effects);
+  }
+
+  /** Opens a round: the commands staged until `commit` or `rollback` commit together or not at all. */
+  begin(): void {
+    this.statements.get('BEGIN IMMEDIATE').run();
+  }
+
+  commit(): void {
+    this.statements.get('COMMIT').run();
+  }
+
+  /** Undoes an open round (a no-op when SQLite already rolled it back itself, as it may on a full disk). */
+  rollback(): void {
+    if (this.writer.inTransaction) this.writer.exec('ROLLBACK');
+  }
+
+  /** The journal position the shard's state includes: the journal incarnation and its last entry applied here. */
+  journalPosition(): { created: string; seq: number } {
+    const row = this.writer
+      .prepare('SELECT stream_created AS created, applied_seq AS seq FROM scan_ingest_state WHERE stream = ?')
+      .get(JOURNAL_STREAM) as { created: string; seq: number } | undefined;
+    return row ?? { created: '', seq: 0 };
+  }
+
+  /** Records the journal position (inside the round or replay it belongs to). */
+  setJournalPosition(created: string, seq: number): void {
+    this.statements
+      .get(
+        `INSERT INTO scan_ingest_state (stream, stream_created, applied_seq) VALUES (?, ?, ?)
+         ON CONFLICT (stream) DO UPDATE SET stream_created = excluded.stream_created, applied_seq = excluded.applied_seq`,
+      )
+      .run(JOURNAL_STREAM, created, seq);
+  }
+
+  /** Whether the shard holds no state at all (a file just created). */
+  isEmpty(): boolean {
+    return (
+      this.writer
+        .prepare(
+          `SELECT EXISTS (SELECT 1 FROM assets) OR EXISTS (SELECT 1 FROM locations) OR EXISTS (SELECT 1 FROM tags)
+                  OR EXISTS (SELECT 1 FROM scan_ingest_state) OR EXISTS (SELECT 1 FROM scan_history)`,
+        )
+        .pluck()
+        .get() === 0
+    );
+  }
+
   /**
-   * Records every committed state change from now on: `sink` gets one record per command that
+   * Hands every committed state change from now on to `sink`: one record per command that
    * committed (in commit order, before the command is answered), enough to apply it again
    * elsewhere (replay.ts). Read-only commands are not recorded. The sink runs after the commit, so
-   * it must not fail (a failure would answer an error for a committed command); a journal that must
-   * hold a record before its effects are committed belongs inside the command's transaction instead.
+   * it must not fail; the journal, which must hold a record before its commit, is written by the
+   * journaled actor (journaled.ts) from the records of its rounds instead.
    */
   recordTo(sink: RecordSink | undefined): void {
     this.sink = sink;
@@ -107,8 +192,9 @@ export class ShardWriter {
   /**
    * Applies a recorded command again: its recorded now, args and ids, never the wall clock or the
    * id source. Throws when it fails or draws other ids than recorded (the replay has diverged).
+   * Returns its effects on the caches of reads, for the caller to publish after its commit.
    */
-  replay(record: ShardRecord): unknown {
+  replay(record: ShardRecord): WriteEffects {
     const command = commandNamed(record.name);
     if (command === undefined) throw new Error(`unknown shard command ${record.name}`);
     this.given = Object.fromEntries(Object.entries(record.ids).map(([entity, ids]) => [entity, [...ids]]));
@@ -117,8 +203,7 @@ export class ShardWriter {
       const value = command.run(this, record.args);
       const left = Object.entries(this.given).filter(([, ids]) => ids.length > 0);
       if (left.length > 0) throw new Error(`replay of ${record.name}: recorded ids not drawn: ${JSON.stringify(Object.fromEntries(left))}`);
-      this.generations.bump(command.effects(record.args, value));
-      return value;
+      return command.effects(record.args, value);
     } finally {
       this.given = undefined;
       for (const settle of this.afterCommand) settle();

@@ -1,0 +1,145 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import {
+  DeliverPolicy,
+  JetStreamApiCodes,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
+import { connectNats, ensureStream, isApiError } from '../scans/streams.js';
+import { JOURNAL_STREAM, journalSubject, type StreamInputs, type StreamMessage } from './journalEntry.js';
+
+export interface JournalSettings {
+  natsUrl: string;
+  /** Copies JetStream keeps of the journal stream when it creates it (1 on one server, 3 in a cluster). */
+  replicas: number;
+}
+
+/**
+ * An append refused because the journal's last entry on the shard's subject is not the one this
+ * writer appended last: another writer has appended since, so this one no longer owns the shard.
+ */
+export class JournalFenced extends Error {
+  constructor(
+    readonly index: number,
+    readonly expected: number,
+    detail: string,
+  ) {
+    super(`shard ${index}: journal append after entry ${expected} refused (${detail}); another writer owns the shard now`);
+    this.name = 'JournalFenced';
+  }
+}
+
+/** When JetStream stored a message, in ms (the consumer's streamTime). */
+const storedAt = (msg: JsMsg) => Math.floor(msg.info.timestampNanos / 1_000_000);
+
+/**
+ * One shard's journal on JetStream, and the input streams its entries refer to. Appends carry
+ * Nats-Expected-Last-Subject-Sequence, so an append lands only directly after the entry its writer
+ * knows as the last one.
+ */
+export class ShardJournal implements StreamInputs {
+  readonly subject: string;
+
+  private constructor(
+    readonly index: number,
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    /** The journal stream's creation time: which incarnation the shard's position refers to. */
+    readonly created: string,
+  ) {
+    this.subject = journalSubject(index);
+  }
+
+  static async open(settings: JournalSettings, index: number): Promise<ShardJournal> {
+    const nc = await connectNats(settings.natsUrl, `trackd-journal-${index}`, { reconnect: true, noAsyncTraces: true });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const stream = await ensureStream(jsm, JOURNAL_STREAM, 'journal.*', settings.replicas);
+      return new ShardJournal(index, nc, jetstream(nc), jsm, stream.created);
+    } catch (err) {
+      await nc.close();
+      throw err;
+    }
+  }
+
+  /** The largest message the server takes: an entry is split below it. */
+  get maxPayload(): number {
+    return this.nc.info?.max_payload ?? 1024 * 1024;
+  }
+
+  /** The sequence of the last entry on this shard's subject (0: none). */
+  async last(): Promise<number> {
+    const msg = await this.jsm.streams.getMessage(JOURNAL_STREAM, { last_by_subj: this.subject });
+    return msg?.seq ?? 0;
+  }
+
+  /**
+   * Appends an entry right after entry `expected` (0: the first on the subject); resolves with its
+   * sequence once JetStream has stored it. Throws JournalFenced when another entry came after
+   * `expected`; any other failure (timeout, broker away) leaves the outcome unknown.
+   */
+  async append(payload: Uint8Array, expected: number): Promise<number> {
+    try {
+      const ack = await this.js.publish(this.subject, payload, { expect: { lastSubjectSequence: expected } });
+      return ack.seq;
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.StreamWrongLastSequence)) throw new JournalFenced(this.index, expected, (err as Error).message);
+      throw err;
+    }
+  }
+
+  /** The entries on this shard's subject after `after`, up to `upTo`, in order. */
+  async *entries(after: number, upTo: number): AsyncGenerator<{ seq: number; data: Uint8Array }> {
+    if (upTo <= after) return;
+    for await (const msg of this.read(JOURNAL_STREAM, after + 1, upTo, this.subject)) yield { seq: msg.seq, data: msg.data };
+  }
+
+  async messages(stream: string, seqs: number[]): Promise<StreamMessage[]> {
+    const out: StreamMessage[] = [];
+    const first = seqs[0];
+    const last = seqs.at(-1);
+    if (first === undefined || last === undefined) return out;
+    let i = 0;
+    for await (const msg of this.read(stream, first, last)) {
+      if (msg.seq > seqs[i]!) throw new Error(`${stream} message ${seqs[i]} is gone (the journal refers to it)`);
+      if (msg.seq === seqs[i]) {
+        out.push({ seq: msg.seq, subject: msg.subject, data: msg.data, at: storedAt(msg) });
+        if (++i === seqs.length) break;
+      }
+    }
+    if (i < seqs.length) throw new Error(`${stream} message ${seqs[i]} is gone (the journal refers to it)`);
+    return out;
+  }
+
+  /**
+   * The messages of `stream` from `first` through `last` (of `subject` only, when given), read
+   * with an ordered consumer. Throws when the stream no longer holds `first` or not yet `last`.
+   */
+  private async *read(stream: string, first: number, last: number, subject?: string): AsyncGenerator<JsMsg> {
+    const { state } = await this.jsm.streams.info(stream);
+    if (first < state.first_seq || last > state.last_seq)
+      throw new Error(`${stream} holds ${state.first_seq}..${state.last_seq}; ${first}..${last} is wanted`);
+    const consumer = await this.js.consumers.get(stream, {
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: first,
+      ...(subject === undefined ? {} : { filter_subjects: subject }),
+    });
+    const messages = await consumer.consume({ max_messages: 1000 });
+    try {
+      for await (const msg of messages) {
+        yield msg;
+        if (msg.seq >= last) break;
+      }
+    } finally {
+      await messages.close();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.nc.close();
+  }
+}
