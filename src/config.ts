@@ -19,6 +19,7 @@ export const ConfigSchema = Type.Object({
   LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
   HISTORY_GAP_SECONDS: IntString(0, 31_536_000),
   EVENT_ID_RETENTION_SECONDS: IntString(1, 31_536_000),
+  EVENT_RETENTION_SECONDS: IntString(1, 31_536_000),
   RESPONSE_CACHE_MB: IntString(0, 65_536),
   SHARD_JOURNAL: Type.Union([Type.Literal('on'), Type.Literal('off')]),
   JOURNAL_REPLICAS: IntString(1, 5),
@@ -39,6 +40,7 @@ const DEFAULTS: Record<string, string> = {
   LOG_LEVEL: 'info',
   HISTORY_GAP_SECONDS: '300',
   EVENT_ID_RETENTION_SECONDS: '86400',
+  EVENT_RETENTION_SECONDS: '604800',
   RESPONSE_CACHE_MB: '64',
   SHARD_JOURNAL: 'off',
   JOURNAL_REPLICAS: '1',
@@ -52,6 +54,7 @@ const INTEGER_VARS = new Set([
   'RATE_LIMIT_PER_MIN',
   'HISTORY_GAP_SECONDS',
   'EVENT_ID_RETENTION_SECONDS',
+  'EVENT_RETENTION_SECONDS',
   'RESPONSE_CACHE_MB',
   'JOURNAL_REPLICAS',
 ]);

@@ -112,6 +112,9 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
     const threadsReady = http.start(config.HTTP_THREADS);
     threadsReady.catch(() => undefined);
     await startBroker();
+    const retentionMs = config.EVENT_RETENTION_SECONDS * 1000;
+    // Pruned about ten times per retention (at most every minute), so the log holds at most a tenth more.
+    actors.relayEvents({ natsUrl: natsUrl!, retentionMs, pruneEveryMs: Math.max(100, Math.min(60_000, retentionMs / 10)) });
     // The consumer starts once HTTP can follow at once: a backlog drains in plain view of /metrics.
     await threadsReady;
     ingest = await startScanIngest(services, natsUrl!, scanSources);

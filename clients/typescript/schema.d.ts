@@ -278,6 +278,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pages of the organization's event log, in sequence order, after a sequence */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -345,6 +362,12 @@ export interface components {
             /** @description Rejected on presence (read_only): location_external_key is read-only: an asset's location is derived from scans that arrive through the fixed-reader pipeline or handheld submission, never from the asset API. */
             readonly location_external_key?: unknown;
         };
+        AssetDeletedData: {
+            asset: components["schemas"]["EventRef"];
+        };
+        AssetEventData: {
+            asset: components["schemas"]["Asset"];
+        };
         AssetList: {
             data: components["schemas"]["Asset"][];
             limit: number;
@@ -375,6 +398,22 @@ export interface components {
             limit: number;
             offset: number;
             total_count: number;
+            /** @description The organization's event sequence read before the page: every event up to it is reflected in the page (later ones may be too). Stream or page events from after=as_of_seq to follow on. */
+            as_of_seq: number;
+        };
+        AssetMovedData: {
+            asset: components["schemas"]["EventRef"];
+            from: components["schemas"]["EventRef"] | null;
+            to: components["schemas"]["EventRef"];
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.123Z
+             */
+            observed_at: string;
+            /** @description Locations entered along the tree, outermost first (the `to` location last). */
+            entered: components["schemas"]["EventRef"][];
+            /** @description Locations left along the tree, innermost first (the `from` location first). */
+            left: components["schemas"]["EventRef"][];
         };
         AssetPatch: {
             name?: string;
@@ -434,7 +473,7 @@ export interface components {
         ErrorEnvelope: {
             error: {
                 /** @enum {string} */
-                type: "validation_error" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "missing_org_context" | "rate_limited" | "internal_error" | "service_unavailable";
+                type: "validation_error" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "cursor_expired" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "missing_org_context" | "rate_limited" | "internal_error" | "service_unavailable";
                 title: string;
                 status: number;
                 detail: string;
@@ -443,6 +482,31 @@ export interface components {
                 request_id: string;
                 fields?: components["schemas"]["FieldError"][];
             };
+        };
+        Event: {
+            id: string;
+            seq: number;
+            type: "asset.moved" | "asset.created" | "asset.updated" | "asset.deleted" | "location.created" | "location.updated" | "location.deleted" | "tag.attached" | "tag.detached";
+            /** Format: int64 */
+            org_id: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.123Z
+             */
+            occurred_at: string;
+            data: components["schemas"]["AssetMovedData"] | components["schemas"]["AssetEventData"] | components["schemas"]["AssetDeletedData"] | components["schemas"]["LocationEventData"] | components["schemas"]["LocationDeletedData"] | components["schemas"]["TagEventData"];
+        };
+        EventPage: {
+            data: components["schemas"]["Event"][];
+            /** @description The `after` of the next page (the last sequence this page covered). */
+            next_after: number;
+            /** @description The organization's last sequence when the page was read. */
+            last_seq: number;
+        };
+        EventRef: {
+            /** Format: int64 */
+            id: number;
+            external_key: string;
         };
         FieldError: {
             field: string;
@@ -537,6 +601,12 @@ export interface components {
             valid_to?: string | null;
             tags?: components["schemas"]["TagRequest"][];
         };
+        LocationDeletedData: {
+            location: components["schemas"]["EventRef"];
+        };
+        LocationEventData: {
+            location: components["schemas"]["Location"];
+        };
         LocationList: {
             data: components["schemas"]["Location"][];
             limit: number;
@@ -612,6 +682,12 @@ export interface components {
             /** @enum {string} */
             tag_type: "rfid" | "ble" | "barcode";
             value: string;
+        };
+        TagEventData: {
+            tag: components["schemas"]["Tag"];
+            owner_type: "asset" | "location";
+            /** Format: int64 */
+            owner_id: number;
         };
         TagRequest: {
             /** @enum {string} */
@@ -4459,6 +4535,158 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description service_unavailable (shutting down) */
+            503: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Events with a sequence above this one (0: from the oldest held). Pass the previous page's `next_after`. */
+                after?: number;
+                /** @description Most events per page (default 100, max 1000). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Events after `after`, oldest first: those of types the key may see (asset.moved: tracking:read; asset.* and tags of assets: assets:read; location.* and tags of locations: locations:read) */
+            200: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            /** @description validation_error or bad_request */
+            400: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description cursor_expired (the events after the cursor are pruned; header Trackd-Oldest-Seq names the oldest held) */
+            410: {
                 headers: {
                     /** @description Correlation id (ULID, or the client-supplied value echoed) */
                     "X-Request-ID"?: string;

@@ -13,6 +13,7 @@ import { checkValidityWindow, nextUpdatedAt, requestTime } from '../masterdata/r
 import { insertTags, parseTagsJson, tagsJsonColumn, type TagOwner, type TagRequestBody } from '../masterdata/tags.js';
 import { masterColumns, masterView, type MasterRow } from '../masterdata/view.js';
 import type { AssetView } from './schemas.js';
+import { eventLogOf } from '../events/log.js';
 
 export const ASSET_TAGS: TagOwner = { table: 'assets', column: 'asset_id', noun: 'asset' };
 
@@ -65,6 +66,13 @@ function readWritten(shard: ShardWriter, orgId: number, id: number): AssetView {
   return toView(readRow(writerStatements(shard), orgId, id)!);
 }
 
+/** The asset as a write left it, with its asset.updated event. */
+function updated(shard: ShardWriter, orgId: number, id: number): AssetView {
+  const view = readWritten(shard, orgId, id);
+  eventLogOf(shard).append(orgId, 'asset.updated', { asset: view });
+  return view;
+}
+
 export interface AssetCreateBody {
   external_key?: string;
   name: string;
@@ -107,7 +115,9 @@ const createCommand = shardCommand(
           now,
         );
       insertTags(shard, orgId, ASSET_TAGS, id, body.tags ?? [], now);
-      return readWritten(shard, orgId, id);
+      const view = readWritten(shard, orgId, id);
+      eventLogOf(shard).append(orgId, 'asset.created', { asset: view });
+      return view;
     })(),
   { table: 'assets', ids: [] },
 );
@@ -144,7 +154,7 @@ const patchCommand = shardCommand(
         id,
         orgId,
       );
-    return readWritten(shard, orgId, id);
+    return updated(shard, orgId, id);
   },
   ({ id }) => assetRow(id),
 );
@@ -156,8 +166,8 @@ export function patchAsset(shard: Shard, orgId: number, id: number, body: Record
 const renameCommand = shardCommand(
   'assets.rename',
   (shard, { orgId, id, externalKey }: { orgId: number; id: number; externalKey: string }): AssetView => {
-    renameRow(shard, 'assets', orgId, id, externalKey, shard.now);
-    return readWritten(shard, orgId, id);
+    if (!renameRow(shard, 'assets', orgId, id, externalKey, shard.now)) return readWritten(shard, orgId, id);
+    return updated(shard, orgId, id);
   },
   ({ id }) => assetRow(id),
 );
@@ -168,7 +178,10 @@ export function renameAsset(shard: Shard, orgId: number, id: number, externalKey
 
 const deleteCommand = shardCommand(
   'assets.delete',
-  (shard, { orgId, id }: { orgId: number; id: number }): void => softDeleteRow(shard, 'assets', orgId, id, shard.now),
+  (shard, { orgId, id }: { orgId: number; id: number }): void => {
+    const key = softDeleteRow(shard, 'assets', orgId, id, shard.now);
+    eventLogOf(shard).append(orgId, 'asset.deleted', { asset: { id, external_key: key } });
+  },
   ({ id }) => assetRow(id),
 );
 

@@ -1,6 +1,7 @@
 /**
  * The error types of the interface, plus additive types (new error types are additive within v1): `payload_too_large` (body
- * limit), `request_timeout` (body not received in time) and `service_unavailable` (shutting down).
+ * limit), `request_timeout` (body not received in time), `service_unavailable` (shutting down) and
+ * `cursor_expired` (an event cursor older than the log's retention).
  */
 export const ERROR_TYPES = {
   validation_error: { status: 400, title: 'Validation failed' },
@@ -10,6 +11,7 @@ export const ERROR_TYPES = {
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },
+  cursor_expired: { status: 410, title: 'Cursor expired' },
   request_timeout: { status: 408, title: 'Request timeout' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },

@@ -12,6 +12,7 @@ import { assertNoCycle, resolveParent } from './parent.js';
 import type { LocationView } from './schemas.js';
 import { readStatements, writeStatements, type LocationRow, type LocationStatements } from './store.js';
 import { toView } from './view.js';
+import { eventLogOf } from '../events/log.js';
 
 /**
  * Location writes. Each runs as one command in the shard's mailbox, inside one transaction, so the
@@ -67,7 +68,9 @@ const createCommand = shardCommand(
           now,
         );
       insertTags(shard, orgId, LOCATION_TAGS, id, (body.tags as TagRequestBody[] | undefined) ?? [], now);
-      return written(stmts, orgId, id);
+      const view = written(stmts, orgId, id);
+      eventLogOf(shard).append(orgId, 'location.created', { location: view });
+      return view;
     })(),
   'any',
 );
@@ -138,7 +141,9 @@ const patchCommand = shardCommand(
           id,
           orgId,
         );
-      return written(stmts, orgId, id);
+      const view = written(stmts, orgId, id);
+      eventLogOf(shard).append(orgId, 'location.updated', { location: view });
+      return view;
     })(),
   'any',
 );
@@ -162,7 +167,8 @@ const deleteCommand = shardCommand(
       if (shard.ports.placement.hasLiveAssetsAt(shard.writer, orgId, id)) {
         throw conflictError('location has assets placed at it; they stay until scanned elsewhere or deleted, cascade is not supported');
       }
-      softDeleteRow(shard, 'locations', orgId, id, shard.now);
+      const key = softDeleteRow(shard, 'locations', orgId, id, shard.now);
+      eventLogOf(shard).append(orgId, 'location.deleted', { location: { id, external_key: key } });
     })(),
   'any',
 );
@@ -182,7 +188,9 @@ const renameCommand = shardCommand(
     const stmts = writeStatements(shard);
     const changed = renameRow(shard, 'locations', orgId, id, key, shard.now);
     const count = changed ? (stmts.liveDescendantCount.get({ org: orgId, id }) as number) : 0;
-    return { data: written(stmts, orgId, id), descendant_count_affected: count };
+    const view = written(stmts, orgId, id);
+    if (changed) eventLogOf(shard).append(orgId, 'location.updated', { location: view });
+    return { data: view, descendant_count_affected: count };
   },
   'any',
 );

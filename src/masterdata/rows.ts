@@ -54,9 +54,10 @@ export function renameRow(shard: ShardWriter, table: KeyedTable, orgId: number, 
   return true;
 }
 
-/** Soft-deletes a live row (frees its key); 404 when it is not live. Writer side, inside a shard command. */
-export function softDeleteRow(shard: ShardWriter, table: KeyedTable, orgId: number, id: number, now: number): void {
+/** Soft-deletes a live row (frees its key); 404 when it is not live. Writer side, inside a shard command. Returns the key it held. */
+export function softDeleteRow(shard: ShardWriter, table: KeyedTable, orgId: number, id: number, now: number): string {
   const row = liveRowForWrite(shard, table, orgId, id);
   writerStatements(shard).get(`UPDATE ${table} SET deleted_at = ? WHERE id = ? AND org_id = ?`).run(now, id, orgId);
   releaseKeySlot(shard, table, orgId, row.external_key);
+  return row.external_key;
 }

@@ -4,6 +4,7 @@ import { fieldError, type FieldError } from '../errors/catalog.js';
 import type { Route } from '../http/route.js';
 import { jsonTypeOf } from '../wire/validation.js';
 import { shardCommand } from '../shards/commands.js';
+import { eventLogOf } from '../events/log.js';
 import type { RowEffects } from '../shards/generations.js';
 import type { Shard } from '../shards/shard.js';
 import type { ShardWriter } from '../shards/writer.js';
@@ -138,7 +139,9 @@ const attachCommand = shardCommand(
   (shard, { orgId, owner, ownerId, tag }: OwnerArgs & { tag: TagRequestBody }): TagView =>
     shard.writer.transaction(() => {
       if (!ownerIsLive(shard, owner, orgId, ownerId)) throw notFoundError(`${owner.noun} ${ownerId} not found`);
-      return insertTags(shard, orgId, owner, ownerId, [tag], shard.now)[0]!; // one tag in, one view out
+      const view = insertTags(shard, orgId, owner, ownerId, [tag], shard.now)[0]!; // one tag in, one view out
+      eventLogOf(shard).append(orgId, 'tag.attached', { tag: view, owner_type: owner.noun, owner_id: ownerId });
+      return view;
     })(),
   ({ owner, ownerId }) => ownerRow(owner, ownerId),
 );
@@ -152,9 +155,11 @@ const detachCommand = shardCommand(
   'tags.detach',
   (shard, { orgId, owner, ownerId, tagId }: OwnerArgs & { tagId: number }): void => {
     if (!ownerIsLive(shard, owner, orgId, ownerId)) throw notFoundError(`${owner.noun} ${ownerId} not found`);
-    const sql = `UPDATE tags SET deleted_at = ? WHERE id = ? AND org_id = ? AND ${owner.column} = ? AND deleted_at IS NULL`;
-    const result = writerStatements(shard).get(sql).run(shard.now, tagId, orgId, ownerId);
-    if (result.changes === 0) throw notFoundError(`tag ${tagId} is not attached to ${owner.noun} ${ownerId}`);
+    const sql = `UPDATE tags SET deleted_at = ? WHERE id = ? AND org_id = ? AND ${owner.column} = ? AND deleted_at IS NULL
+                 RETURNING id, tag_type, value`;
+    const tag = writerStatements(shard).get(sql).get(shard.now, tagId, orgId, ownerId) as TagView | undefined;
+    if (tag === undefined) throw notFoundError(`tag ${tagId} is not attached to ${owner.noun} ${ownerId}`);
+    eventLogOf(shard).append(orgId, 'tag.detached', { tag, owner_type: owner.noun, owner_id: ownerId });
   },
   ({ owner, ownerId }) => ownerRow(owner, ownerId),
 );

@@ -14,7 +14,8 @@ function isNullSchema(node: unknown): boolean {
 
 /** `{ ...schema, nullable: true }`, wrapping a bare `$ref` in allOf (3.0 ignores siblings of `$ref`). */
 function makeNullable(schema: Json): Json {
-  return '$ref' in schema ? { allOf: [schema], nullable: true } : { ...schema, nullable: true };
+  // 3.0 wants a type beside nullable; the only nullable references are to objects (EventRef).
+  return '$ref' in schema ? { type: 'object', allOf: [schema], nullable: true } : { ...schema, nullable: true };
 }
 
 /** anyOf of literals of one scalar type, as TypeBox writes `Union([Literal(a), Literal(b)])`. */
@@ -172,6 +173,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Locations: 'The location tree (site > building > dock > shelf): create, read, change, rename, soft-delete, walk.',
   Assets: 'Tracked assets with their RFID, BLE and barcode tags.',
   Tracking: "Read-only: the current location of every scanned asset, and each asset's visits.",
+  Events: "The organization's event log (moves and master-data changes) with its gapless per-organization sequence.",
 };
 
 function queryParamSchema(p: QueryParam): Json {
@@ -213,6 +215,7 @@ const ERROR_RESPONSES: Record<string, string> = {
   404: 'not_found',
   408: 'request_timeout (the body did not arrive in time)',
   409: 'conflict',
+  410: 'cursor_expired (the events after the cursor are pruned; header Trackd-Oldest-Seq names the oldest held)',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
   422: 'missing_org_context',
@@ -228,6 +231,7 @@ function errorStatusesFor(route: Route): number[] {
   if (route.body) statuses.push(408, 413, 415);
   if ((route.method !== 'GET' && route.path.includes('{')) || route.method === 'POST') statuses.push(409);
   if (route.path === '/api/v1/orgs/me') statuses.push(422);
+  if (route.path === '/api/v1/events') statuses.push(403, 410);
   return [...new Set(statuses)].sort();
 }
 

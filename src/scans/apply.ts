@@ -8,6 +8,7 @@ import { shardState } from '../shards/state.js';
 import { scanBatchJournal } from './journalForm.js';
 import { reportIndexOf, type ReportIndex } from './reportIndex.js';
 import { extendsEarlier, visitStep } from './visits.js';
+import { eventLogOf, type EventLog } from '../events/log.js';
 
 export type ScanOutcome =
   | { kind: 'applied'; readsApplied: number; unknownTags: number; locationTags: number }
@@ -139,6 +140,7 @@ class ScanStore {
   constructor(
     private readonly db: Db,
     private readonly report: ReportIndex,
+    private readonly events: EventLog,
   ) {
     this.s = prepareStatements(db);
     this.nextHistoryId = ((db.prepare('SELECT max(id) FROM scan_history').pluck().get() as number | null) ?? 0) + 1;
@@ -421,6 +423,7 @@ class ScanStore {
     const step = visitStep(p, t, locationId, gapMs);
     switch (step.kind) {
       case 'first': {
+        this.events.moved(scan.orgId, assetId, undefined, locationId, t);
         const visitId = this.insertVisit(assetId, locationId, t);
         touched.set(assetId, {
           assetId,
@@ -440,6 +443,8 @@ class ScanStore {
         return;
       case 'move':
         if (step.closeOpen) this.s.closeVisit.run(p!.lastSeenAt, p!.visitReadCount, assetId, p!.visitStartedAt, p!.visitId);
+        // A new visit at the same place (past the gap) is no move.
+        if (p!.locationId !== locationId) this.events.moved(scan.orgId, assetId, p!.locationId, locationId, t);
         p!.visitId = this.insertVisit(assetId, locationId, t);
         p!.locationId = locationId;
         p!.lastSeenAt = t;
@@ -494,7 +499,7 @@ function remember(cache: Map<string, number> | Set<string>, key: string, value: 
   else cache.add(key);
 }
 
-const storeOf = shardState((shard: ShardWriter) => new ScanStore(shard.writer, reportIndexOf(shard)));
+const storeOf = shardState((shard: ShardWriter) => new ScanStore(shard.writer, reportIndexOf(shard), eventLogOf(shard)));
 
 /**
  * Applies canonical scans to a shard in one SQLite transaction, through the shard's mailbox.

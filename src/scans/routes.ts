@@ -6,6 +6,21 @@ import { assetHistory, assetExists } from './historyQuery.js';
 import { assetLocationsReport, checkPairedFilters, indexedReport, type ReportFilters } from './reportQuery.js';
 import { AssetLocationItem } from './schemas/assetLocationItem.js';
 import { HistoryEvent } from './schemas/historyEvent.js';
+import { Type } from '@sinclair/typebox';
+import { lastSeq } from '../events/read.js';
+
+/** The report's page, with the event sequence it reflects (additive). */
+const ReportPage = Type.Object(
+  {
+    ...ListEnvelope(AssetLocationItem).properties,
+    as_of_seq: Type.Integer({
+      minimum: 0,
+      description:
+        "The organization's event sequence read before the page: every event up to it is reflected in the page (later ones may be too). Stream or page events from after=as_of_seq to follow on.",
+    }),
+  },
+  { 'x-component': 'AssetLocationList' },
+);
 
 const TRACKING_READ = ['tracking:read'];
 
@@ -44,14 +59,16 @@ export function scanRoutes(): Route[] {
       tag: 'Tracking',
       scopes: TRACKING_READ,
       query: reportQuery,
-      responses: { 200: { description: 'One row per scanned asset', schema: ListEnvelope(AssetLocationItem) } },
+      responses: { 200: { description: 'One row per scanned asset', schema: ReportPage } },
       handler: async (ctx) => {
         checkPairedFilters(ctx.query);
         const filters = ctx.query as unknown as ReportFilters;
+        // Read before the page, so that the page reflects at least every event up to it.
+        const asOf = lastSeq(ctx.shard, ctx.principal.orgId);
         const page =
           (await indexedReport(ctx.shard, ctx.principal.orgId, filters, ctx.now)) ??
           assetLocationsReport(ctx.shard, ctx.principal.orgId, filters, ctx.now);
-        return { status: 200, body: page };
+        return { status: 200, body: { ...page, as_of_seq: asOf } };
       },
     },
     {

@@ -4,6 +4,7 @@ import { ShardGenerations } from './generations.js';
 import type { JournalSettings } from './journal.js';
 import type { JournalEvent } from './journaled.js';
 import { PortMailbox } from './mailbox.js';
+import type { RelaySettings } from '../events/relay.js';
 import type { ActorLink } from './registry.js';
 import type { FromShardWorker, ReportIndexFigures, ShardWorkerData, ToShardWorker } from './worker.js';
 
@@ -26,6 +27,7 @@ export interface ActorPort {
 export class ShardActors {
   private readonly actors = new Map<number, Promise<Actor>>();
   private readonly started = new Map<number, Worker>();
+  private relaySettings: RelaySettings | undefined;
 
   constructor(
     private readonly dataDir: string,
@@ -56,6 +58,8 @@ export class ShardActors {
             started = true;
             this.onStarted(index, message.reportIndex);
             this.started.set(index, worker);
+            if (this.relaySettings !== undefined)
+              worker.postMessage({ type: 'relay', settings: this.relaySettings } satisfies ToShardWorker);
             resolve({ worker, generations });
           } else if (message.type === 'failed') reject(new Error(`shard ${index}: ${message.message}`));
         });
@@ -64,6 +68,12 @@ export class ShardActors {
       this.actors.set(index, actor);
     }
     return actor;
+  }
+
+  /** Starts each actor's event relay (events/relay.ts), now for the started ones and at start for the others. */
+  relayEvents(settings: RelaySettings): void {
+    this.relaySettings = settings;
+    for (const worker of this.started.values()) worker.postMessage({ type: 'relay', settings } satisfies ToShardWorker);
   }
 
   /** The worker of each started actor, by thread name (for per-thread CPU figures). */

@@ -14,6 +14,9 @@ import { JournaledActor, reconcile, type JournalEvent } from './journaled.js';
 import type { CommandMessage } from './mailbox.js';
 import { jsonLinesSink, recordFile } from './records.js';
 import { ShardWriter } from './writer.js';
+import { pruneCommand } from '../events/commands.js';
+import { EventRelay, type RelaySettings } from '../events/relay.js';
+import type { CommandAnswer } from './mailbox.js';
 
 export interface ShardWorkerData {
   dataDir: string;
@@ -32,7 +35,7 @@ export interface ReportIndexFigures {
   ms: number;
 }
 
-export type ToShardWorker = { type: 'connect'; port: MessagePort } | { type: 'close' };
+export type ToShardWorker = { type: 'connect'; port: MessagePort } | { type: 'relay'; settings: RelaySettings } | { type: 'close' };
 export type FromShardWorker =
   | { type: 'ready'; reportIndex: ReportIndexFigures }
   | { type: 'failed'; message: string }
@@ -67,14 +70,45 @@ try {
   // Built before the actor is ready, so that start-up (not the first report) pays for it.
   const building = performance.now();
   const reportIndex = { ...reportIndexOf(writer).footprint(), ms: Math.round(performance.now() - building) };
+  let relay: EventRelay | undefined;
+  let relayStarting: Promise<void> | undefined;
+  /** Runs a command on the shard's writer (through the journal when there is one); the relay publishes what it committed. */
+  const run = (command: CommandMessage, reply: (answer: CommandAnswer) => void) => {
+    const answered = (answer: CommandAnswer) => {
+      reply(answer);
+      relay?.wake();
+    };
+    if (actor === undefined) answered(writer.execute(command));
+    else actor.submit(command, answered);
+  };
+  let localIds = 0;
+  const prune = (before: number, throughPos: number) =>
+    new Promise<void>((resolve) =>
+      run({ id: --localIds, name: pruneCommand.name, args: { before, throughPos }, now: Date.now() }, () => resolve()),
+    );
+  const startRelay = async (settings: RelaySettings) => {
+    // The broker may still be starting: retried until it answers.
+    for (let delay = 100; relay === undefined && !closing; delay = Math.min(delay * 2, 2_000)) {
+      try {
+        relay = await EventRelay.start(data.dataDir, data.index, settings, prune);
+      } catch {
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  };
+  let closing = false;
   parent.on('message', async (message: ToShardWorker) => {
     if (message.type === 'connect') {
       const port = message.port;
       ports.add(port);
-      if (actor === undefined) port.on('message', (command: CommandMessage) => port.postMessage(writer.execute(command)));
-      else port.on('message', (command: CommandMessage) => actor.submit(command, (answer) => port.postMessage(answer)));
+      port.on('message', (command: CommandMessage) => run(command, (answer) => port.postMessage(answer)));
       port.on('close', () => ports.delete(port));
+    } else if (message.type === 'relay') {
+      relayStarting ??= startRelay(message.settings);
     } else if (message.type === 'close') {
+      closing = true;
+      await relayStarting;
+      await relay?.stop();
       for (const port of ports) port.close();
       if (actor === undefined) writer.close();
       else {

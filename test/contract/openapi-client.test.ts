@@ -136,6 +136,9 @@ t.test('every operation through the typed client', async (t) => {
   t.equal(report.data!.data[0]!.location_id, dock.id, 'the scan placed the asset at the dock');
   const history = ok('GET /api/v1/assets/{asset_id}/history', await api.GET('/api/v1/assets/{asset_id}/history', aid), 200);
   t.equal(history.total_count, 1);
+  const events = ok('GET /api/v1/events', await api.GET('/api/v1/events', { params: { query: { after: 0, limit: 1000 } } }), 200);
+  const moved = events.data.find((e) => e.type === 'asset.moved');
+  t.equal(moved?.seq, report.data!.as_of_seq, 'the move is the last event, and the report reflects it (as_of_seq)');
 
   const invalid = await api.POST('/api/v1/assets', { body: { name: '' } });
   const error: ErrorEnvelope | undefined = invalid.error;

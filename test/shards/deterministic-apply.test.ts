@@ -59,7 +59,11 @@ t.test('records of a mixed workload replay into two fresh shards whose every tab
     const counts = Object.fromEntries([...original.rows].map(([name, rows]) => [name, rows.length]));
     if (records.length > 0) {
       replayed++;
-      t.ok(counts.scan_history! > 0 && counts.scan_events! > 0 && counts.tags! > 0, `shard ${index} has state to compare`, { counts });
+      t.ok(
+        counts.scan_history! > 0 && counts.scan_events! > 0 && counts.tags! > 0 && counts.events! > 0 && counts.event_heads! > 0,
+        `shard ${index} has state to compare (events among it)`,
+        { counts },
+      );
     }
   }
   t.equal(replayed, orgs.length, 'each org lives on its own shard (orgs go round the shards), each shard replayed');

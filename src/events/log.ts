@@ -1,0 +1,141 @@
+import { createHash } from 'node:crypto';
+import { encodeTime } from 'ulid';
+import { shardState } from '../shards/state.js';
+import type { ShardWriter } from '../shards/writer.js';
+import type { Db } from '../storage/sqlite.js';
+import { formatTimestamp } from '../wire/timestamps.js';
+import { enteredAndLeft, type NodeRef } from './tree.js';
+import type { EventType } from './types.js';
+
+/**
+ * The writer side of the event log (migration 010): each event a committed change implies is
+ * appended inside the change's own transaction, so a rolled-back change leaves neither its events
+ * nor a hole in the organization's sequence (the head lives in SQLite, not in memory). Everything
+ * an event holds comes from the command's record: its time is the command's `now` (a scan batch's
+ * stream time), its id a function of the organization, the sequence and that time. A replay of the
+ * records therefore writes the same rows.
+ */
+
+/** Rows examined per step of a prune. */
+const PRUNE_STEP = 10_000;
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/** A ULID-shaped id whose time part is the event's time and whose other 80 bits come from (org, seq): no randomness, so a replay draws the same. */
+export function eventId(orgId: number, seq: number, at: number): string {
+  const digest = createHash('sha256').update(`${orgId}:${seq}`).digest();
+  let tail = '';
+  // 16 characters of 5 bits from the first 10 bytes.
+  let bits = 0;
+  let value = 0;
+  for (let i = 0; i < 10; i++) {
+    value = (value << 8) | digest[i]!;
+    bits += 8;
+    while (bits >= 5) {
+      bits -= 5;
+      tail += CROCKFORD[(value >> bits) & 31];
+    }
+    value &= (1 << bits) - 1;
+  }
+  return encodeTime(Math.max(0, at), 10) + tail;
+}
+
+function prepare(db: Db) {
+  return {
+    head: db.prepare(
+      `INSERT INTO event_heads (org_id, last_seq) VALUES (?, 1)
+       ON CONFLICT (org_id) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq`,
+    ),
+    insert: db.prepare('INSERT INTO events (org_id, seq, id, type, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)'),
+    epoch: db.prepare('SELECT epoch FROM scan_resolution_epoch WHERE id = 1').pluck(),
+    node: db.prepare('SELECT id, external_key, parent_id FROM locations WHERE id = ?'),
+    assetKey: db.prepare('SELECT external_key FROM assets WHERE id = ?').pluck(),
+    prunable: db.prepare('SELECT pos, occurred_at FROM events WHERE pos <= ? ORDER BY pos LIMIT ?'),
+    prune: db.prepare('DELETE FROM events WHERE pos <= ?'),
+  };
+}
+
+/** A location as it appears in an event: id and external key. */
+export type EventLocation = NodeRef;
+
+/** The per-shard writer state: statements and a cache of the location tree (dropped on any master-data change). */
+export class EventLog {
+  private readonly s: ReturnType<typeof prepare>;
+  private readonly nodes = new Map<number, { id: number; external_key: string; parent_id: number | null }>();
+  private epoch = -1;
+
+  constructor(private readonly shard: ShardWriter) {
+    this.s = prepare(shard.writer);
+  }
+
+  append(orgId: number, type: EventType, data: object): void {
+    const seq = (this.s.head.get(orgId) as { last_seq: number }).last_seq;
+    const at = this.shard.now;
+    this.s.insert.run(orgId, seq, eventId(orgId, seq, at), type, at, JSON.stringify(data));
+  }
+
+  /** A location and its ancestors, root first, as the tree stands in this transaction. */
+  chain(locationId: number): NodeRef[] {
+    const epoch = this.s.epoch.get() as number;
+    if (epoch !== this.epoch) {
+      this.nodes.clear();
+      this.epoch = epoch;
+    }
+    const out: NodeRef[] = [];
+    const seen = new Set<number>();
+    let id: number | null = locationId;
+    while (id !== null && !seen.has(id)) {
+      seen.add(id);
+      let node = this.nodes.get(id);
+      if (node === undefined) {
+        node = this.s.node.get(id) as { id: number; external_key: string; parent_id: number | null } | undefined;
+        if (node === undefined) break;
+        if (this.nodes.size >= 100_000) this.nodes.clear();
+        this.nodes.set(id, node);
+      }
+      out.push({ id: node.id, external_key: node.external_key });
+      id = node.parent_id;
+    }
+    return out.reverse();
+  }
+
+  moved(orgId: number, assetId: number, from: number | undefined, to: number, observedAt: number): void {
+    const toChain = this.chain(to);
+    const fromChain = from === undefined ? [] : this.chain(from);
+    const { entered, left } = enteredAndLeft(fromChain, toChain);
+    this.append(orgId, 'asset.moved', {
+      asset: { id: assetId, external_key: this.s.assetKey.get(assetId) as string },
+      from: from === undefined ? null : fromChain[fromChain.length - 1]!,
+      to: toChain[toChain.length - 1]!,
+      observed_at: formatTimestamp(observedAt),
+      entered,
+      left,
+    });
+  }
+
+  /**
+   * Drops the oldest events: those at or below `throughPos` (what the relay has published) that
+   * occurred before `before`, as a prefix of the shard's order, so that every organization keeps a
+   * contiguous tail of its sequence. Returns the rows dropped.
+   */
+  prune(before: number, throughPos: number): number {
+    let dropped = 0;
+    for (;;) {
+      const rows = this.s.prunable.all(throughPos, PRUNE_STEP) as { pos: number; occurred_at: number }[];
+      let cut = 0;
+      let reachedYoung = false;
+      for (const row of rows) {
+        if (row.occurred_at >= before) {
+          reachedYoung = true;
+          break;
+        }
+        cut = row.pos;
+      }
+      if (cut === 0) return dropped;
+      dropped += this.s.prune.run(cut).changes;
+      if (reachedYoung || rows.length < PRUNE_STEP) return dropped;
+    }
+  }
+}
+
+export const eventLogOf = shardState((shard: ShardWriter) => new EventLog(shard));

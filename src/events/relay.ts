@@ -1,0 +1,214 @@
+import path from 'node:path';
+import { headers, nanos, type NatsConnection } from '@nats-io/transport-node';
+import {
+  JetStreamApiCodes,
+  StorageType,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
+import { Backoff } from '../scans/backoff.js';
+import { connectNats, DUPLICATE_WINDOW_MS, isApiError } from '../scans/streams.js';
+import { openDatabase, type Db } from '../storage/sqlite.js';
+import { shardFile } from '../shards/writer.js';
+import { EVENT_COLUMNS, envelopeJson, type EventRow } from './envelope.js';
+
+export const EVENTS_STREAM = 'EVENTS';
+export const eventSubject = (orgId: number, type: string) => `events.${orgId}.${type}`;
+/** The header carrying the organization's sequence (clients see only it; the stream's own sequence is shared by every tenant). */
+export const SEQ_HEADER = 'Trackd-Seq';
+
+export interface RelaySettings {
+  natsUrl: string;
+  /** EVENT_RETENTION_SECONDS in ms: the log keeps events this long (once relayed), the stream too. */
+  retentionMs: number;
+  /** How often the relay asks its shard to prune the log. */
+  pruneEveryMs?: number;
+}
+
+/** Rows published per round trip of acks. */
+const BATCH = 256;
+const DEFAULT_PRUNE_EVERY_MS = 60_000;
+
+/** The relay's own file beside the shard's: its published position, kept out of the shard's state (which is a function of its records). */
+export const relayFile = (dataDir: string, index: number) => path.join(dataDir, 'shards', `shard-${index}.relay.db`);
+
+/**
+ * Publishes a shard's committed events to JetStream (`EVENTS`, subject `events.<org>.<type>`,
+ * `Nats-Msg-Id` = the event id) in commit order, and remembers the last position published in a
+ * file of its own. It reads the log on a read-only connection, so it sees committed rows only.
+ *
+ * Neither lost nor twice: an event is in the log before it can be published (same transaction as its
+ * change), the position moves only after JetStream acknowledged every event up to it, and at start
+ * the relay asks the stream, per organization with events past its saved position, for the last
+ * sequence it holds, and skips what is there already (a crash between the acks and the save), so
+ * a re-publish does not depend on the stream's duplicate window.
+ */
+export class EventRelay {
+  private pos: number;
+  private readonly skip = new Map<number, number>();
+  private running = false;
+  private again = false;
+  private stopped = false;
+  private pruneTimer: NodeJS.Timeout | undefined;
+  private readonly backoff = new Backoff(100, 2_000);
+  private readonly statements;
+
+  private constructor(
+    private readonly reader: Db,
+    private readonly store: Db,
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    private readonly settings: RelaySettings,
+    private readonly prune: (before: number, throughPos: number) => Promise<unknown>,
+    /** Tests only: `before:<type>` / `after:<type>` kills the process before publishing (after acking, before saving) an event of that type. */
+    private readonly kill?: { when: 'before' | 'after'; type: string },
+  ) {
+    this.statements = {
+      after: reader.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE pos > ? ORDER BY pos LIMIT ?`),
+      orgsAfter: reader.prepare('SELECT DISTINCT org_id FROM events WHERE pos > ?').pluck(),
+      oldest: reader.prepare('SELECT pos, occurred_at FROM events ORDER BY pos LIMIT 1'),
+      save: store.prepare('INSERT INTO relay_position (id, pos) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET pos = excluded.pos'),
+    };
+    this.pos = (store.prepare('SELECT pos FROM relay_position WHERE id = 1').pluck().get() as number | undefined) ?? 0;
+  }
+
+  static async start(
+    dataDir: string,
+    index: number,
+    settings: RelaySettings,
+    prune: (before: number, throughPos: number) => Promise<unknown>,
+    kill = parseKill(process.env.TRACKD_TEST_RELAY_KILL),
+  ): Promise<EventRelay> {
+    const store = openDatabase(relayFile(dataDir, index));
+    store.exec('CREATE TABLE IF NOT EXISTS relay_position (id INTEGER PRIMARY KEY CHECK (id = 1), pos INTEGER NOT NULL)');
+    const reader = openDatabase(shardFile(dataDir, index), { readonly: true });
+    const nc = await connectNats(settings.natsUrl, `trackd-events-${index}`, { reconnect: true, noAsyncTraces: true });
+    try {
+      const jsm = await jetstreamManager(nc);
+      await ensureEventsStream(jsm, settings.retentionMs);
+      const relay = new EventRelay(reader, store, nc, jetstream(nc), settings, prune, kill);
+      await relay.recover(jsm);
+      relay.pruneTimer = setInterval(() => void relay.pruneNow(), settings.pruneEveryMs ?? DEFAULT_PRUNE_EVERY_MS);
+      relay.pruneTimer.unref();
+      relay.wake();
+      return relay;
+    } catch (err) {
+      await nc.close();
+      reader.close();
+      store.close();
+      throw err;
+    }
+  }
+
+  /** What the stream already holds of each organization with events past the saved position. */
+  private async recover(jsm: JetStreamManager): Promise<void> {
+    for (const orgId of this.statements.orgsAfter.all(this.pos) as number[]) {
+      try {
+        const last = await jsm.streams.getMessage(EVENTS_STREAM, { last_by_subj: `events.${orgId}.>` });
+        const seq = Number(last?.header.get(SEQ_HEADER));
+        if (Number.isSafeInteger(seq)) this.skip.set(orgId, seq);
+      } catch (err) {
+        if (!isApiError(err, JetStreamApiCodes.NoMessageFound)) throw err;
+      }
+    }
+  }
+
+  /** The last position published and saved. */
+  position(): number {
+    return this.pos;
+  }
+
+  /** Called after every commit of the shard: publishes what is new. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    void this.pump();
+  }
+
+  private async pump(): Promise<void> {
+    this.running = true;
+    let failed = false;
+    try {
+      do {
+        this.again = false;
+        for (;;) {
+          const rows = this.statements.after.all(this.pos, BATCH) as EventRow[];
+          if (rows.length === 0 || this.stopped) break;
+          await this.publish(rows);
+          this.pos = rows[rows.length - 1]!.pos;
+          this.statements.save.run(this.pos);
+        }
+      } while (this.again && !this.stopped);
+      this.backoff.reset();
+    } catch {
+      // The broker is away or refused: the same rows again after a pause (their ids make a re-publish a no-op).
+      failed = true;
+      await this.backoff.wait();
+    } finally {
+      this.running = false;
+    }
+    if ((failed || this.again) && !this.stopped) this.wake();
+  }
+
+  private async publish(rows: EventRow[]): Promise<void> {
+    const acks: Promise<unknown>[] = [];
+    for (const row of rows) {
+      if (row.seq <= (this.skip.get(row.org_id) ?? 0)) continue;
+      if (this.kill?.when === 'before' && this.kill.type === row.type) process.kill(process.pid, 'SIGKILL');
+      const h = headers();
+      h.set(SEQ_HEADER, String(row.seq));
+      acks.push(this.js.publish(eventSubject(row.org_id, row.type), envelopeJson(row), { msgID: row.id, headers: h }));
+    }
+    await Promise.all(acks);
+    if (this.kill?.when === 'after' && rows.some((r) => r.type === this.kill!.type)) process.kill(process.pid, 'SIGKILL');
+  }
+
+  /** Asks the shard to prune when its oldest event is due (published and past retention): a prune that would drop nothing is never recorded or journaled. */
+  pruneNow(now = Date.now()): Promise<unknown> {
+    const before = now - this.settings.retentionMs;
+    const oldest = this.statements.oldest.get() as { pos: number; occurred_at: number } | undefined;
+    if (oldest === undefined || oldest.pos > this.pos || oldest.occurred_at >= before) return Promise.resolve();
+    return this.prune(before, this.pos).catch(() => undefined);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.pruneTimer);
+    while (this.running) await new Promise((r) => setTimeout(r, 5));
+    await this.nc.close();
+    this.reader.close();
+    this.store.close();
+  }
+}
+
+function parseKill(text: string | undefined): { when: 'before' | 'after'; type: string } | undefined {
+  const match = /^(before|after):(.+)$/.exec(text ?? '');
+  return match === null ? undefined : { when: match[1] as 'before' | 'after', type: match[2]! };
+}
+
+/** Creates EVENTS (`events.>`) when missing: its messages kept as long as the log keeps events, re-publishes within the window dropped. */
+export async function ensureEventsStream(jsm: JetStreamManager, retentionMs: number): Promise<void> {
+  try {
+    await jsm.streams.info(EVENTS_STREAM);
+    return;
+  } catch (err) {
+    if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
+  }
+  try {
+    await jsm.streams.add({
+      name: EVENTS_STREAM,
+      subjects: ['events.>'],
+      storage: StorageType.File,
+      max_age: nanos(retentionMs),
+      duplicate_window: nanos(Math.min(DUPLICATE_WINDOW_MS, retentionMs)),
+    });
+  } catch (err) {
+    // Another shard's relay created it between our two calls.
+    await jsm.streams.info(EVENTS_STREAM).catch(() => Promise.reject(err));
+  }
+}
