@@ -4,6 +4,7 @@ import { ShardGenerations } from './generations.js';
 import type { JournalSettings } from './journal.js';
 import type { JournalEvent } from './journaled.js';
 import { PortMailbox } from './mailbox.js';
+import type { SnapshotPolicy } from './snapshotSchedule.js';
 import type { ActorLink } from './registry.js';
 import type { FromShardWorker, ReportIndexFigures, ShardWorkerData, ToShardWorker } from './worker.js';
 
@@ -33,7 +34,11 @@ export class ShardActors {
     private readonly onStarted: (index: number, reportIndex: ReportIndexFigures) => void = () => {},
     private readonly recordDir?: string,
     /** Journal every commit (settings read when an actor starts: the broker may start after this object). */
-    private readonly journal?: { settings: () => JournalSettings; onEvent: (index: number, event: JournalEvent) => void },
+    private readonly journal?: {
+      settings: () => JournalSettings;
+      snapshots?: SnapshotPolicy;
+      onEvent: (index: number, event: JournalEvent) => void;
+    },
   ) {}
 
   private start(index: number): Promise<Actor> {
@@ -47,6 +52,7 @@ export class ShardActors {
           generations,
           recordDir: this.recordDir,
           journal: this.journal?.settings(),
+          snapshots: this.journal?.snapshots,
         };
         const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData, name: `shard-${index}` });
         let started = false;
