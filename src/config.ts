@@ -23,6 +23,8 @@ export const ConfigSchema = Type.Object({
   RESPONSE_CACHE_MB: IntString(0, 65_536),
   SHARD_JOURNAL: Type.Union([Type.Literal('on'), Type.Literal('off')]),
   JOURNAL_REPLICAS: IntString(1, 5),
+  SNAPSHOT_EVERY_ENTRIES: IntString(1, 100_000_000),
+  SNAPSHOT_EVERY_SECONDS: IntString(1, 31_536_000),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -44,6 +46,8 @@ const DEFAULTS: Record<string, string> = {
   RESPONSE_CACHE_MB: '64',
   SHARD_JOURNAL: 'off',
   JOURNAL_REPLICAS: '1',
+  SNAPSHOT_EVERY_ENTRIES: '10000',
+  SNAPSHOT_EVERY_SECONDS: '3600',
 };
 
 const INTEGER_VARS = new Set([
@@ -57,6 +61,8 @@ const INTEGER_VARS = new Set([
   'EVENT_RETENTION_SECONDS',
   'RESPONSE_CACHE_MB',
   'JOURNAL_REPLICAS',
+  'SNAPSHOT_EVERY_ENTRIES',
+  'SNAPSHOT_EVERY_SECONDS',
 ]);
 
 /** Reads the configuration; a bad value throws a ConfigError whose one-line message names the variable. */

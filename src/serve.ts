@@ -77,7 +77,13 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
     (shard, reportIndex) =>
       logger.info({ shard, report_index: { ...reportIndex, megabytes: Math.round(reportIndex.bytes / 1e5) / 10 } }, 'shard actor started'),
     options.recordDir,
-    journaled ? { settings: () => ({ natsUrl: natsUrl!, replicas: config.JOURNAL_REPLICAS }), onEvent: journalLogger(logger) } : undefined,
+    journaled
+      ? {
+          settings: () => ({ natsUrl: natsUrl!, replicas: config.JOURNAL_REPLICAS }),
+          snapshots: { everyEntries: config.SNAPSHOT_EVERY_ENTRIES, everySeconds: config.SNAPSHOT_EVERY_SECONDS },
+          onEvent: journalLogger(logger),
+        }
+      : undefined,
   );
   const readiness = Readiness.initial({ storage: true, consumer: false });
   const shards = new ShardRegistry(config.DATA_DIR, control, actors.link(options.clock));
@@ -183,7 +189,8 @@ function journalLogger(logger: Logger): (shard: number, event: JournalEvent) => 
   return (shard, event) => {
     const { kind, ...fields } = event;
     if (kind === 'fenced' || kind === 'rebased') logger.error({ shard, ...fields }, `shard journal ${kind}`);
-    else if (kind === 'recovering') logger.warn({ shard, ...fields }, 'shard journal recovering');
+    else if (kind === 'recovering' || kind === 'snapshot failed' || kind === 'set aside')
+      logger.warn({ shard, ...fields }, `shard journal ${kind}`);
     else logger.info({ shard, ...fields }, `shard journal ${kind}`);
   };
 }

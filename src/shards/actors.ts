@@ -5,6 +5,7 @@ import type { JournalSettings } from './journal.js';
 import type { JournalEvent } from './journaled.js';
 import { PortMailbox } from './mailbox.js';
 import type { RelaySettings } from '../events/relay.js';
+import type { SnapshotPolicy } from './snapshotSchedule.js';
 import type { ActorLink } from './registry.js';
 import type { FromShardWorker, ReportIndexFigures, ShardWorkerData, ToShardWorker } from './worker.js';
 
@@ -35,7 +36,11 @@ export class ShardActors {
     private readonly onStarted: (index: number, reportIndex: ReportIndexFigures) => void = () => {},
     private readonly recordDir?: string,
     /** Journal every commit (settings read when an actor starts: the broker may start after this object). */
-    private readonly journal?: { settings: () => JournalSettings; onEvent: (index: number, event: JournalEvent) => void },
+    private readonly journal?: {
+      settings: () => JournalSettings;
+      snapshots?: SnapshotPolicy;
+      onEvent: (index: number, event: JournalEvent) => void;
+    },
   ) {}
 
   private start(index: number): Promise<Actor> {
@@ -49,6 +54,7 @@ export class ShardActors {
           generations,
           recordDir: this.recordDir,
           journal: this.journal?.settings(),
+          snapshots: this.journal?.snapshots,
         };
         const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData, name: `shard-${index}` });
         let started = false;

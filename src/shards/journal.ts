@@ -77,6 +77,12 @@ export class ShardJournal implements StreamInputs {
     return msg?.seq ?? 0;
   }
 
+  /** How many entries the shard's subject holds (after a purge: those since the latest snapshot, and its own). */
+  async count(): Promise<number> {
+    const info = await this.jsm.streams.info(JOURNAL_STREAM, { subjects_filter: this.subject });
+    return info.state.subjects?.[this.subject] ?? 0;
+  }
+
   /**
    * Appends an entry right after entry `expected` (0: the first on the subject); resolves with its
    * sequence once JetStream has stored it. Throws JournalFenced when another entry came after
@@ -115,31 +121,50 @@ export class ShardJournal implements StreamInputs {
     return out;
   }
 
-  /**
-   * The messages of `stream` from `first` through `last` (of `subject` only, when given), read
-   * with an ordered consumer. Throws when the stream no longer holds `first` or not yet `last`.
-   */
-  private async *read(stream: string, first: number, last: number, subject?: string): AsyncGenerator<JsMsg> {
-    const { state } = await this.jsm.streams.info(stream);
-    if (first < state.first_seq || last > state.last_seq)
-      throw new Error(`${stream} holds ${state.first_seq}..${state.last_seq}; ${first}..${last} is wanted`);
-    const consumer = await this.js.consumers.get(stream, {
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: first,
-      ...(subject === undefined ? {} : { filter_subjects: subject }),
-    });
-    const messages = await consumer.consume({ max_messages: 1000 });
-    try {
-      for await (const msg of messages) {
-        yield msg;
-        if (msg.seq >= last) break;
-      }
-    } finally {
-      await messages.close();
-    }
+  private read(stream: string, first: number, last: number, subject?: string): AsyncGenerator<JsMsg> {
+    return readStream(this.js, this.jsm, stream, first, last, subject);
+  }
+
+  /** JetStream on this journal's connection (the purges after a snapshot). */
+  get jetstream(): { js: JetStreamClient; jsm: JetStreamManager } {
+    return { js: this.js, jsm: this.jsm };
   }
 
   async close(): Promise<void> {
     await this.nc.close();
+  }
+}
+
+/**
+ * The messages of `stream` from `first` through `last` (of `subject` only, when given), read with
+ * an ordered consumer. Throws when the stream no longer holds `first` or not yet `last`.
+ */
+export async function* readStream(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  stream: string,
+  first: number,
+  last: number,
+  subject?: string,
+): AsyncGenerator<JsMsg> {
+  const { state } = await jsm.streams.info(stream);
+  // One subject's messages are a subset: those below the stream's first may be gone for good (a
+  // purge), which the reader of the subject judges (a journal entry names the one before it).
+  const from = subject === undefined ? first : Math.max(first, state.first_seq);
+  if (from < state.first_seq || last > state.last_seq)
+    throw new Error(`${stream} holds ${state.first_seq}..${state.last_seq}; ${first}..${last} is wanted`);
+  const consumer = await js.consumers.get(stream, {
+    deliver_policy: DeliverPolicy.StartSequence,
+    opt_start_seq: from,
+    ...(subject === undefined ? {} : { filter_subjects: subject }),
+  });
+  const messages = await consumer.consume({ max_messages: 1000 });
+  try {
+    for await (const msg of messages) {
+      yield msg;
+      if (msg.seq >= last) break;
+    }
+  } finally {
+    await messages.close();
   }
 }

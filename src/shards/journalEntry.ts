@@ -92,6 +92,17 @@ export const fitsOneEntry = (record: string, maxBytes: number) => entryOverhead 
 
 const decoder = new TextDecoder();
 
+/** The journal no longer holds the entries after the shard's position (purged below a later snapshot, or lost). */
+export class JournalGap extends Error {
+  constructor(
+    readonly prev: number,
+    readonly position: number,
+  ) {
+    super(`the entry follows entry ${prev}, not ${position}: the journal is missing entries (purged?)`);
+    this.name = 'JournalGap';
+  }
+}
+
 /**
  * The records of an entry, in order, with every reference read back from its input stream. Throws
  * unless the entry was appended right after `position` (the entry the shard holds last).
@@ -99,8 +110,7 @@ const decoder = new TextDecoder();
 export async function recordsOf(data: Uint8Array, position: number, inputs: StreamInputs): Promise<ShardRecord[]> {
   const entry = JSON.parse(decoder.decode(data)) as JournalEntry;
   if (entry.v !== 1) throw new Error(`journal entry version ${String(entry.v)} is not one this trackd reads`);
-  if (entry.prev !== position)
-    throw new Error(`the entry follows entry ${entry.prev}, not ${position}: the journal is missing entries (purged?)`);
+  if (entry.prev !== position) throw new JournalGap(entry.prev, position);
   const records: ShardRecord[] = [];
   for (const r of entry.records) {
     let args = r.args;

@@ -6,6 +6,7 @@ import { JournalFenced, type ShardJournal } from './journal.js';
 import { entryGroups, entryPayload, fitsOneEntry, journaledJson, recordsOf } from './journalEntry.js';
 import { decodeError, encodeError, type CommandAnswer, type CommandMessage } from './mailbox.js';
 import type { ShardRecord } from './records.js';
+import type { SnapshotEvent } from './snapshotSchedule.js';
 import type { ShardWriter, Staged } from './writer.js';
 
 type Reply = (answer: CommandAnswer) => void;
@@ -21,7 +22,10 @@ export type JournalEvent =
   | { kind: 'rebased'; position: number; detail: string }
   | { kind: 'fenced'; detail: string }
   | { kind: 'recovering'; detail: string }
-  | { kind: 'recovered'; position: number; replayed: number };
+  | { kind: 'recovered'; position: number; replayed: number }
+  | { kind: 'restored'; position: number; bytes: number; ms: number; replayed: number }
+  | { kind: 'set aside'; file: string; detail: string }
+  | SnapshotEvent;
 
 /** Most commands in one round (one transaction, one journal entry or a few). */
 const MAX_ROUND = 512;
@@ -113,6 +117,8 @@ export class JournaledActor {
     private readonly journal: ShardJournal,
     private readonly reopen: () => Promise<ShardWriter>,
     private readonly onEvent: (event: JournalEvent) => void,
+    /** Told the sequences of the entries each committed round appended (the snapshot schedule counts them). */
+    private readonly onAppended: (seqs: number[]) => void = () => {},
     /** Tests only: the process kills itself after appending an entry with this command, before the commit (a crash between the two). */
     private readonly killAfterAppendOf?: string,
   ) {
@@ -180,16 +186,20 @@ export class JournaledActor {
       }
       const records = staged.flatMap((s) => (s.record === undefined ? [] : [json.get(s.record)!]));
       let seq = this.position;
+      const appended: number[] = [];
       if (records.length > 0) {
         appending = true;
-        for (const group of entryGroups(records, maxBytes))
+        for (const group of entryGroups(records, maxBytes)) {
           seq = await this.journal.append(entryPayload(this.journal.index, seq, group), seq);
+          appended.push(seq);
+        }
         if (this.killAfterAppendOf !== undefined && staged.some((s) => s.record?.name === this.killAfterAppendOf))
           process.kill(process.pid, 'SIGKILL');
         writer.setJournalPosition(this.journal.created, seq);
       }
       writer.commit();
       this.position = seq;
+      if (appended.length > 0) this.onAppended(appended);
     } catch (err) {
       this.fail(writer, round, staged, err, appending);
       return;

@@ -1,12 +1,15 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import Database from 'better-sqlite3';
 import { Objm, StorageType, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connectNats } from '../scans/streams.js';
 import type { JournalSettings } from './journal.js';
-import { JOURNAL_STREAM } from './journalEntry.js';
+import { JOURNAL_STREAM, journalSubject } from './journalEntry.js';
+import { purgeInputs, purgeJournalBelow, type InputPurge } from './retention.js';
 
 /** The object store bucket of shard snapshots: object `shard-<n>` is shard n's latest. */
 export const SNAPSHOT_BUCKET = 'trackd_snapshots';
@@ -48,7 +51,13 @@ function positionOf(file: string): { created: string; seq: number } {
  * connection of its own (a consistent copy of the committed state, the journal position included,
  * while the shard's writer goes on), then the copy to the object store with its position.
  */
-export async function takeSnapshot(file: string, settings: JournalSettings, index: number): Promise<SnapshotInfo> {
+export async function takeSnapshot(
+  file: string,
+  settings: JournalSettings,
+  index: number,
+  /** Called with the bytes of the copy read so far, as the upload reads it (a test's kill -9 mid-upload). */
+  onUpload?: (read: number, total: number) => void,
+): Promise<SnapshotInfo> {
   const copy = `${file}.snapshot-${process.pid}-${Date.now()}`;
   try {
     const db = new Database(file, { readonly: true, fileMustExist: true });
@@ -75,13 +84,74 @@ export async function takeSnapshot(file: string, settings: JournalSettings, inde
             taken_at: info.takenAt,
           },
         },
-        Readable.toWeb(fs.createReadStream(copy)) as ReadableStream<Uint8Array>,
+        Readable.toWeb(uploadStream(copy, info.bytes, onUpload)) as ReadableStream<Uint8Array>,
       ),
     );
     return info;
   } finally {
     fs.rmSync(copy, { force: true });
   }
+}
+
+function uploadStream(copy: string, total: number, onUpload?: (read: number, total: number) => void): Readable {
+  const stream = fs.createReadStream(copy);
+  if (onUpload !== undefined) {
+    let read = 0;
+    stream.on('data', (chunk) => onUpload((read += chunk.length), total));
+  }
+  return stream;
+}
+
+/** What one scheduled snapshot did: the snapshot stored, then the journal and inputs it let go. */
+export interface SnapshotOutcome {
+  snapshot: SnapshotInfo;
+  journalPurged: number;
+  inputs: InputPurge[];
+}
+
+/**
+ * A snapshot of a live shard stored as its latest, then what it makes unneeded dropped: the shard's
+ * journal entries below the snapshot's position, and the input messages no kept entry refers to
+ * (retention.ts). A failure before the snapshot is stored drops nothing.
+ */
+export async function snapshotAndPurge(
+  file: string,
+  settings: JournalSettings,
+  index: number,
+  onUpload?: (read: number, total: number) => void,
+): Promise<SnapshotOutcome> {
+  const snapshot = await takeSnapshot(file, settings, index, onUpload);
+  const nc = await connectNats(settings.natsUrl, `trackd-retention-${index}`, { reconnect: false, noAsyncTraces: true });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const journalPurged = await purgeJournalBelow(jsm, journalSubject(index), snapshot.journalPosition);
+    return { snapshot, journalPurged, inputs: await purgeInputs(jetstream(nc), jsm) };
+  } finally {
+    await nc.close();
+  }
+}
+
+/** Copies of a shard file left by a snapshot that did not finish (a process killed while taking it). */
+export function removeSnapshotLeftovers(file: string): void {
+  const dir = path.dirname(file);
+  const prefix = `${path.basename(file)}.snapshot-`;
+  if (!fs.existsSync(dir)) return;
+  for (const name of fs.readdirSync(dir)) if (name.startsWith(prefix)) fs.rmSync(path.join(dir, name), { force: true });
+}
+
+const infoOf = (meta: Record<string, string> | undefined, bytes: number): SnapshotInfo => ({
+  journalCreated: meta?.journal_created ?? '',
+  journalPosition: Number(meta?.journal_position ?? 0),
+  bytes,
+  takenAt: meta?.taken_at ?? '',
+});
+
+/** What shard `index`'s latest snapshot holds, without reading it; undefined when it has none. */
+export async function latestSnapshot(settings: JournalSettings, index: number): Promise<SnapshotInfo | undefined> {
+  return withBucket(settings, async (bucket) => {
+    const info = await bucket.info(snapshotName(index));
+    return info === null || info.deleted ? undefined : infoOf(info.metadata, info.size);
+  });
 }
 
 /**
@@ -95,6 +165,7 @@ export async function restoreSnapshot(settings: JournalSettings, index: number, 
     const object = await bucket.get(snapshotName(index));
     if (object === null) return undefined;
     const partial = `${file}.restoring`;
+    fs.mkdirSync(path.dirname(file), { recursive: true });
     await pipeline(Readable.fromWeb(object.data as never), fs.createWriteStream(partial));
     const failed = await object.error;
     if (failed) {
@@ -102,12 +173,6 @@ export async function restoreSnapshot(settings: JournalSettings, index: number, 
       throw failed;
     }
     fs.renameSync(partial, file);
-    const meta = object.info.metadata ?? {};
-    return {
-      journalCreated: meta.journal_created ?? '',
-      journalPosition: Number(meta.journal_position ?? 0),
-      bytes: object.info.size,
-      takenAt: meta.taken_at ?? '',
-    };
+    return infoOf(object.info.metadata, object.info.size);
   });
 }

@@ -3,6 +3,7 @@
  * one writer, one command at a time, in arrival order per port; with a journal, in rounds that
  * commit once their journal entry is stored (journaled.ts).
  */
+import fs from 'node:fs';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { ControlPlane } from '../control/controlPlane.js';
 import { scanPlacement } from '../scans/placement.js';
@@ -11,12 +12,15 @@ import './commandIndex.js';
 import { ShardGenerations } from './generations.js';
 import { ShardJournal, type JournalSettings } from './journal.js';
 import { JournaledActor, reconcile, type JournalEvent } from './journaled.js';
+import { JournalGap } from './journalEntry.js';
 import type { CommandMessage } from './mailbox.js';
 import { jsonLinesSink, recordFile } from './records.js';
-import { ShardWriter } from './writer.js';
 import { pruneCommand } from '../events/commands.js';
 import { EventRelay, type RelaySettings } from '../events/relay.js';
 import type { CommandAnswer } from './mailbox.js';
+import { SnapshotSchedule, type SnapshotPolicy } from './snapshotSchedule.js';
+import { removeSnapshotLeftovers, restoreSnapshot } from './snapshots.js';
+import { ShardWriter, shardFile } from './writer.js';
 
 export interface ShardWorkerData {
   dataDir: string;
@@ -26,6 +30,8 @@ export interface ShardWorkerData {
   recordDir?: string;
   /** When set, every commit is journaled first (docs/cluster.md). */
   journal?: JournalSettings;
+  /** With a journal: when the shard takes snapshots (and purges what they cover). */
+  snapshots?: SnapshotPolicy;
 }
 
 /** What the actor's report index holds after its build at start, and how long the build took. */
@@ -47,6 +53,8 @@ const parent = parentPort!;
 const ports = new Set<MessagePort>();
 /** Tests only (faults): the process kills itself once it has journaled this command, before the commit. */
 const killAfterAppendOf = process.env.TRACKD_TEST_KILL_AFTER_JOURNALING || undefined;
+/** Tests only (faults): the process kills itself halfway through uploading this shard's snapshot number n. */
+const killDuringSnapshot = Number(process.env.TRACKD_TEST_KILL_DURING_SNAPSHOT || 0);
 
 try {
   const control = await ControlPlane.open(data.dataDir);
@@ -57,15 +65,28 @@ try {
     writer.recordTo(records?.write);
     return writer;
   };
-  const writer = await open();
   const report = (event: JournalEvent) => parent.postMessage({ type: 'journal', event } satisfies FromShardWorker);
+  let writer: ShardWriter;
   let journal: ShardJournal | undefined;
   let actor: JournaledActor | undefined;
-  if (data.journal !== undefined) {
+  let schedule: SnapshotSchedule | undefined;
+  if (data.journal === undefined) writer = await open();
+  else {
     journal = await ShardJournal.open(data.journal, data.index);
-    const { position, replayed } = await reconcile(writer, journal, report);
-    report({ kind: 'reconciled', position, replayed });
-    actor = new JournaledActor(writer, position, journal, open, report, killAfterAppendOf);
+    const started = await startJournaled(data.journal, journal, open, report);
+    writer = started.writer;
+    const file = shardFile(data.dataDir, data.index);
+    if (data.snapshots !== undefined) {
+      const entries = Math.max(0, (await journal.count()) - 1);
+      schedule = new SnapshotSchedule(
+        data.snapshots,
+        { file, settings: data.journal, index: data.index },
+        entries,
+        report,
+        killDuringSnapshot,
+      );
+    }
+    actor = new JournaledActor(writer, started.position, journal, open, report, (seqs) => schedule?.appended(seqs), killAfterAppendOf);
   }
   // Built before the actor is ready, so that start-up (not the first report) pays for it.
   const building = performance.now();
@@ -112,6 +133,7 @@ try {
       for (const port of ports) port.close();
       if (actor === undefined) writer.close();
       else {
+        await schedule?.close();
         await actor.idle();
         actor.current()?.close();
         await journal?.close();
@@ -125,4 +147,45 @@ try {
   parent.postMessage({ type: 'ready', reportIndex } satisfies FromShardWorker);
 } catch (err) {
   parent.postMessage({ type: 'failed', message: (err as Error).message } satisfies FromShardWorker);
+}
+
+/**
+ * A journaled shard's writer brought to the journal's last entry. A node without the shard's file
+ * (a new node, a lost disk) restores the latest snapshot first; a file the journal has moved past
+ * (its next entries purged below a later snapshot: a node that was away) is set aside for the
+ * snapshot in the same way. Then the reconcile applies the journal's entries after the position.
+ */
+async function startJournaled(
+  settings: JournalSettings,
+  journal: ShardJournal,
+  open: () => Promise<ShardWriter>,
+  report: (event: JournalEvent) => void,
+): Promise<{ writer: ShardWriter; position: number }> {
+  const file = shardFile(data.dataDir, data.index);
+  removeSnapshotLeftovers(file);
+  let restored: { position: number; bytes: number; ms: number } | undefined;
+  const restore = async () => {
+    const started = performance.now();
+    const snapshot = await restoreSnapshot(settings, data.index, file);
+    if (snapshot !== undefined)
+      restored = { position: snapshot.journalPosition, bytes: snapshot.bytes, ms: Math.round(performance.now() - started) };
+  };
+  if (!fs.existsSync(file)) await restore();
+  let writer = await open();
+  let outcome: { position: number; replayed: number };
+  try {
+    outcome = await reconcile(writer, journal, report);
+  } catch (err) {
+    writer.close();
+    if (!(err instanceof JournalGap) || restored !== undefined) throw err;
+    const aside = `${file}.stale-${Date.now()}`;
+    for (const suffix of ['', '-wal', '-shm']) if (fs.existsSync(file + suffix)) fs.renameSync(file + suffix, aside + suffix);
+    report({ kind: 'set aside', file: aside, detail: err.message });
+    await restore();
+    writer = await open();
+    outcome = await reconcile(writer, journal, report);
+  }
+  if (restored !== undefined) report({ kind: 'restored', ...restored, replayed: outcome.replayed });
+  report({ kind: 'reconciled', ...outcome });
+  return { writer, position: outcome.position };
 }

@@ -7,36 +7,15 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
 import t from 'tap';
-import { JOURNAL_STREAM, type JournalEntry } from '../../src/shards/journalEntry.js';
 import { rebuildShard } from '../../src/shards/replay.js';
 import { takeSnapshot } from '../../src/shards/snapshots.js';
+import { journalEntries } from '../helpers/journal.js';
 import { natsClient } from '../helpers/scans.js';
 import { firstDifference, mixedWorkload, tables } from '../helpers/shardWorkload.js';
 import { startTrackd, tempDir } from '../helpers/trackd.js';
 
 const JOURNALED = { SHARD_JOURNAL: 'on', SHARDS: '2', HTTP_THREADS: '2', HISTORY_GAP_SECONDS: '60', EVENT_ID_RETENTION_SECONDS: '2' };
-
-/** Every entry of one shard's journal, in order. */
-async function journalEntries(nc: NatsConnection, shard: number): Promise<{ seq: number; entry: JournalEntry }[]> {
-  const jsm = await jetstreamManager(nc);
-  const last = (await jsm.streams.getMessage(JOURNAL_STREAM, { last_by_subj: `journal.${shard}` }))?.seq ?? 0;
-  if (last === 0) return [];
-  const consumer = await jetstream(nc).consumers.get(JOURNAL_STREAM, {
-    filter_subjects: `journal.${shard}`,
-    deliver_policy: DeliverPolicy.All,
-  });
-  const entries: { seq: number; entry: JournalEntry }[] = [];
-  const messages = await consumer.consume();
-  for await (const msg of messages) {
-    entries.push({ seq: msg.seq, entry: msg.json<JournalEntry>() });
-    if (msg.seq >= last) break;
-  }
-  await messages.close();
-  return entries;
-}
 
 t.test(
   'a journaled shard rebuilt from its journal alone, or from a snapshot and the journal after it, equals the live shard',

@@ -1,0 +1,88 @@
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import { scanSources } from '../scans/sources.js';
+import { readStream } from './journal.js';
+import { JOURNAL_STREAM, type JournalEntry } from './journalEntry.js';
+
+const decoder = new TextDecoder();
+
+/**
+ * Drops shard `subject`'s journal entries below `position` (a snapshot's). The entry at `position`
+ * stays, so the subject's last sequence (what the next append expects) never changes, and the
+ * entry after it still names it as `prev`. Returns the entries dropped.
+ */
+export async function purgeJournalBelow(jsm: JetStreamManager, subject: string, position: number): Promise<number> {
+  if (position <= 1) return 0;
+  return (await jsm.streams.purge(JOURNAL_STREAM, { filter: subject, seq: position })).purged;
+}
+
+/** What the purge of one input stream did: messages below `below` are gone. */
+export interface InputPurge {
+  stream: string;
+  below: number;
+  purged: number;
+}
+
+/**
+ * Drops the SCANS / READERS messages that no one can need again (docs/cluster.md, "Retention"):
+ * below every consumer's ack floor (the live consumers are done with them) and below the smallest
+ * sequence any journal entry still kept refers to (a recovery from the latest snapshot replays only
+ * kept entries). The ack floors are read first: a message acked after that read was applied by an
+ * entry appended before its ack, which the walk of the journal then sees. A stream without a
+ * consumer keeps everything.
+ */
+export async function purgeInputs(js: JetStreamClient, jsm: JetStreamManager): Promise<InputPurge[]> {
+  const floors = new Map<string, number>();
+  for (const { stream } of scanSources) {
+    const floor = await ackFloor(jsm, stream);
+    if (floor !== undefined) floors.set(stream, floor);
+  }
+  if (floors.size === 0) return [];
+  const needed = await oldestReferences(js, jsm, new Set(floors.keys()));
+  const out: InputPurge[] = [];
+  for (const [stream, floor] of floors) {
+    const below = Math.min(floor + 1, needed.get(stream) ?? Number.POSITIVE_INFINITY);
+    const { state } = await jsm.streams.info(stream);
+    if (below <= state.first_seq) continue;
+    out.push({ stream, below, purged: (await jsm.streams.purge(stream, { seq: below })).purged });
+  }
+  return out;
+}
+
+/** The lowest ack floor among a stream's consumers; undefined when it has none (or is missing). */
+async function ackFloor(jsm: JetStreamManager, stream: string): Promise<number | undefined> {
+  let floor: number | undefined;
+  try {
+    for await (const consumer of jsm.consumers.list(stream))
+      floor = Math.min(floor ?? Number.POSITIVE_INFINITY, consumer.ack_floor.stream_seq);
+  } catch {
+    return undefined;
+  }
+  return floor;
+}
+
+/**
+ * Per input stream, the smallest sequence any kept journal entry refers to. A shard refers to a
+ * stream's messages in ascending order (it never applies one at or below its applied sequence), so
+ * each shard's walk stops at its first entry referring to every stream; a shard that applied no
+ * scans since its snapshot walks its kept entries to the end.
+ */
+async function oldestReferences(js: JetStreamClient, jsm: JetStreamManager, streams: Set<string>): Promise<Map<string, number>> {
+  const oldest = new Map<string, number>();
+  const info = await jsm.streams.info(JOURNAL_STREAM, { subjects_filter: 'journal.*' });
+  for (const subject of Object.keys(info.state.subjects ?? {})) {
+    const last = (await jsm.streams.getMessage(JOURNAL_STREAM, { last_by_subj: subject }))?.seq ?? 0;
+    if (last === 0) continue;
+    const seen = new Set<string>();
+    for await (const msg of readStream(js, jsm, JOURNAL_STREAM, info.state.first_seq, last, subject)) {
+      const entry = JSON.parse(decoder.decode(msg.data)) as JournalEntry;
+      for (const record of entry.records) {
+        const ref = record.ref as { stream?: string; first?: number } | undefined;
+        if (ref?.stream === undefined || ref.first === undefined || !streams.has(ref.stream)) continue;
+        seen.add(ref.stream);
+        oldest.set(ref.stream, Math.min(oldest.get(ref.stream) ?? Number.POSITIVE_INFINITY, ref.first));
+      }
+      if (seen.size === streams.size) break;
+    }
+  }
+  return oldest;
+}

@@ -1,0 +1,23 @@
+/** A shard's journal as JetStream holds it: what the journal and snapshot tests read back. */
+import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { JOURNAL_STREAM, type JournalEntry } from '../../src/shards/journalEntry.js';
+
+/** Every entry the journal still holds for one shard, in order. */
+export async function journalEntries(nc: NatsConnection, shard: number): Promise<{ seq: number; entry: JournalEntry }[]> {
+  const jsm = await jetstreamManager(nc);
+  const last = (await jsm.streams.getMessage(JOURNAL_STREAM, { last_by_subj: `journal.${shard}` }))?.seq ?? 0;
+  if (last === 0) return [];
+  const consumer = await jetstream(nc).consumers.get(JOURNAL_STREAM, {
+    filter_subjects: `journal.${shard}`,
+    deliver_policy: DeliverPolicy.All,
+  });
+  const entries: { seq: number; entry: JournalEntry }[] = [];
+  const messages = await consumer.consume();
+  for await (const msg of messages) {
+    entries.push({ seq: msg.seq, entry: msg.json<JournalEntry>() });
+    if (msg.seq >= last) break;
+  }
+  await messages.close();
+  return entries;
+}
