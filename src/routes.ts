@@ -1,5 +1,8 @@
 import type { Route } from './http/route.js';
 import { assetRoutes } from './assets/routes.js';
+import { assetBatchCommand } from './bulk/assetRows.js';
+import { locationBatchCommand } from './bulk/locationRows.js';
+import { bulkRoutes } from './bulk/routes.js';
 import { locationRoutes } from './locations/routes.js';
 import { opsRoutes } from './ops/routes.js';
 import { orgRoutes } from './orgs/routes.js';
@@ -9,6 +12,14 @@ import type { Services } from './services.js';
 
 /** Every route of the service; each feature contributes its own list. */
 export function allRoutes(services: Services): Route[] {
-  const api: Route[] = [...orgRoutes(services), ...locationRoutes(), ...assetRoutes(), ...scanRoutes(), ...eventRoutes()];
+  const api: Route[] = [
+    ...orgRoutes(services),
+    ...locationRoutes(),
+    ...assetRoutes(),
+    ...bulkRoutes('assets', assetBatchCommand, ['assets:write']),
+    ...bulkRoutes('locations', locationBatchCommand, ['locations:write']),
+    ...scanRoutes(),
+    ...eventRoutes(),
+  ];
   return [...api, ...opsRoutes(services, () => api)];
 }

@@ -50,7 +50,7 @@ export async function openRouteTable(dataDir: string): Promise<OpenRouteTable> {
       const errors: FieldError[] = [];
       let compiledRoute = compiled.get(route);
       if (compiledRoute === undefined) compiled.set(route, (compiledRoute = compileRoute(route)));
-      const { params, query } = parseInputs(compiledRoute, rawParams, rawQuery, true, errors);
+      const { params, query, textParams } = parseInputs(compiledRoute, rawParams, rawQuery, true, errors);
       if (errors.length > 0) throw new Error(`invalid request ${path}?${rawQuery}: ${JSON.stringify(errors)}`);
       const found = shards.forOrg(principal.orgId);
       if (found === undefined) throw new Error(`no shard for org ${principal.orgId}`);
@@ -68,6 +68,8 @@ export async function openRouteTable(dataDir: string): Promise<OpenRouteTable> {
         body: {},
         principal,
         shard,
+        textParams,
+        headers: { accept: '', idempotencyKey: '', contentType: '' },
       };
     },
     async close() {

@@ -244,6 +244,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/assets/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Import assets in one job: CSV (header row; columns external_key, name, description, is_active, metadata, valid_from, valid_to, tags) or NDJSON (one create body per line); 202 with the job's status_url */
+        post: operations["importAssets"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/assets/bulk/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Status of an import job of assets: counts, per-row errors, what was applied */
+        get: operations["getAssetsImportJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/locations/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Import locations in one job: CSV (header row; columns external_key, name, description, is_active, parent_external_key, valid_from, valid_to, tags) or NDJSON (one create body per line); 202 with the job's status_url */
+        post: operations["importLocations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/locations/bulk/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Status of an import job of locations: counts, per-row errors, what was applied */
+        get: operations["getLocationsImportJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/reports/asset-locations": {
         parameters: {
             query?: never;
@@ -469,6 +537,71 @@ export interface components {
         };
         AssetResponse: {
             data: components["schemas"]["Asset"];
+        };
+        BulkAccepted: {
+            /** @enum {string} */
+            status: "accepted";
+            job_id: string;
+            status_url: string;
+        };
+        /** @description CSV with a header row (text/csv; an empty cell is a field not given; tags as type:value pairs joined by ;) or NDJSON (application/x-ndjson: one create body per line). */
+        BulkImportBody: string;
+        BulkJob: {
+            job_id: string;
+            /** @enum {string} */
+            kind: "assets" | "locations";
+            /** @enum {string} */
+            status: "pending" | "processing" | "completed" | "failed";
+            /** @enum {string} */
+            mode: "create" | "upsert";
+            dry_run: boolean;
+            atomic: boolean;
+            /** @enum {string} */
+            format: "csv" | "ndjson";
+            /** @description Rows of the body; null until it was read to its end. */
+            total_rows: number | null;
+            processed_rows: number;
+            failed_rows: number;
+            created: number;
+            updated: number;
+            unchanged: number;
+            tags_created: number;
+            /** @description Every row up to this one was judged (applied unless listed in errors), none after it was. */
+            applied_through_row: number;
+            detail: string | null;
+            errors: components["schemas"]["BulkRowError"][];
+            errors_truncated: boolean;
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.123Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.123Z
+             */
+            updated_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.123Z
+             */
+            completed_at: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.123Z
+             */
+            expires_at: string | null;
+        };
+        BulkJobResponse: {
+            data: components["schemas"]["BulkJob"];
+        };
+        BulkRowError: {
+            /** @description 1-based data row (a CSV header is not a row; blank lines are not rows). */
+            row: number;
+            field: string;
+            /** @description A fields[] code of the interface, or conflict (key or tag held elsewhere, or repeated in the file). */
+            error: string;
+            message: string;
         };
         ErrorEnvelope: {
             error: {
@@ -4226,6 +4359,736 @@ export interface operations {
             };
             /** @description conflict */
             409: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description service_unavailable (shutting down) */
+            503: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    importAssets: {
+        parameters: {
+            query?: {
+                /** @description create: a row whose external_key a live row holds fails (conflict). upsert: rows are matched by external_key (required): created when absent, changed when present, left alone (no updated_at bump) when equal. */
+                mode?: "create" | "upsert";
+                /** @description Judge every row against the data and count what would happen; write nothing. */
+                dry_run?: boolean;
+                /** @description All or nothing: any failed row and no row is applied (one transaction; at most 100000 rows). */
+                atomic?: boolean;
+            };
+            header?: {
+                /** @description Sent again with the same value (same org and kind), the request answers the job the first one started. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description CSV or NDJSON, up to 1073741824 bytes, read as a stream. An Idempotency-Key header sent again answers the job it started. */
+        requestBody: {
+            content: {
+                "text/csv": components["schemas"]["BulkImportBody"];
+                "application/x-ndjson": components["schemas"]["BulkImportBody"];
+            };
+        };
+        responses: {
+            /** @description The job was accepted (or, for a repeated Idempotency-Key, the job it started) */
+            202: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The job status URL */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkAccepted"];
+                };
+            };
+            /** @description validation_error or bad_request */
+            400: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description request_timeout (the body did not arrive in time) */
+            408: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description service_unavailable (shutting down) */
+            503: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    getAssetsImportJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job */
+            200: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkJobResponse"];
+                };
+            };
+            /** @description validation_error or bad_request */
+            400: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description service_unavailable (shutting down) */
+            503: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    importLocations: {
+        parameters: {
+            query?: {
+                /** @description create: a row whose external_key a live row holds fails (conflict). upsert: rows are matched by external_key (required): created when absent, changed when present, left alone (no updated_at bump) when equal. */
+                mode?: "create" | "upsert";
+                /** @description Judge every row against the data and count what would happen; write nothing. */
+                dry_run?: boolean;
+                /** @description All or nothing: any failed row and no row is applied (one transaction; at most 100000 rows). */
+                atomic?: boolean;
+            };
+            header?: {
+                /** @description Sent again with the same value (same org and kind), the request answers the job the first one started. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description CSV or NDJSON, up to 1073741824 bytes, read as a stream. An Idempotency-Key header sent again answers the job it started. */
+        requestBody: {
+            content: {
+                "text/csv": components["schemas"]["BulkImportBody"];
+                "application/x-ndjson": components["schemas"]["BulkImportBody"];
+            };
+        };
+        responses: {
+            /** @description The job was accepted (or, for a repeated Idempotency-Key, the job it started) */
+            202: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The job status URL */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkAccepted"];
+                };
+            };
+            /** @description validation_error or bad_request */
+            400: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description request_timeout (the body did not arrive in time) */
+            408: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description service_unavailable (shutting down) */
+            503: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    getLocationsImportJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job */
+            200: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkJobResponse"];
+                };
+            };
+            /** @description validation_error or bad_request */
+            400: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
                 headers: {
                     /** @description Correlation id (ULID, or the client-supplied value echoed) */
                     "X-Request-ID"?: string;

@@ -9,6 +9,7 @@ import * as eventIdRetention from './007_event_id_retention.js';
 import * as validityBoundaries from './008_validity_boundaries.js';
 import * as reportOrderInMemory from './009_report_order_in_memory.js';
 import * as eventLog from './010_event_log.js';
+import * as bulkJobs from './011_bulk_jobs.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
 export const shardMigrations: Migration[] = [
@@ -22,4 +23,5 @@ export const shardMigrations: Migration[] = [
   validityBoundaries,
   reportOrderInMemory,
   eventLog,
+  bulkJobs,
 ];

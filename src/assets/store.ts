@@ -84,6 +84,39 @@ export interface AssetCreateBody {
   tags?: TagRequestBody[];
 }
 
+/** The INSERT of a new asset row (created_at = updated_at = the command's now): single creates and imports. */
+export function insertAssetRow(
+  shard: ShardWriter,
+  row: {
+    id: number;
+    orgId: number;
+    key: string;
+    body: AssetCreateBody | Record<string, unknown>;
+    validFrom: number;
+    validTo: number | null;
+  },
+): void {
+  const { body } = row;
+  writerStatements(shard)
+    .get(
+      'INSERT INTO assets (id, org_id, external_key, name, description, is_active, metadata, valid_from, valid_to, created_at, updated_at) ' +
+        'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    )
+    .run(
+      row.id,
+      row.orgId,
+      row.key,
+      body.name,
+      body.description ?? null,
+      body.is_active === false ? 0 : 1,
+      JSON.stringify(body.metadata ?? {}),
+      row.validFrom,
+      row.validTo,
+      shard.now,
+      shard.now,
+    );
+}
+
 const createCommand = shardCommand(
   'assets.create',
   (shard, { orgId, body }: { orgId: number; body: AssetCreateBody }): AssetView =>
@@ -96,24 +129,7 @@ const createCommand = shardCommand(
       throwIfInvalid(errors);
       const key = claimExternalKey(shard, 'assets', orgId, body.external_key);
       const id = shard.nextId('asset');
-      writerStatements(shard)
-        .get(
-          'INSERT INTO assets (id, org_id, external_key, name, description, is_active, metadata, valid_from, valid_to, created_at, updated_at) ' +
-            'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        )
-        .run(
-          id,
-          orgId,
-          key,
-          body.name,
-          body.description ?? null,
-          body.is_active === false ? 0 : 1,
-          JSON.stringify(body.metadata ?? {}),
-          validFrom,
-          validTo,
-          now,
-          now,
-        );
+      insertAssetRow(shard, { id, orgId, key, body, validFrom, validTo });
       insertTags(shard, orgId, ASSET_TAGS, id, body.tags ?? [], now);
       const view = readWritten(shard, orgId, id);
       eventLogOf(shard).append(orgId, 'asset.created', { asset: view });

@@ -15,7 +15,9 @@ export type FieldCode =
   | 'too_large'
   | 'fk_not_found'
   | 'ambiguous_fields'
-  | 'read_only';
+  | 'read_only'
+  /** A bulk import row whose key or tag is held by another live row, or repeats an earlier row of the same file (additive code). */
+  | 'conflict';
 
 export interface FieldError {
   field: string;

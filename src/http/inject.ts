@@ -40,6 +40,7 @@ export function inject(handler: Handler, request: InjectedRequest): Promise<Inje
     const headers: Record<string, string> = {};
     let status = 200;
     let ended = false;
+    const written: string[] = [];
     let onData: ((chunk: ArrayBuffer, isLast: boolean) => void) | undefined;
     const finish = (text: string, contentLength: number) => {
       if (ended) throw new Error('the response was ended twice');
@@ -67,8 +68,20 @@ export function inject(handler: Handler, request: InjectedRequest): Promise<Inje
         headers[key] = headers[key] === undefined ? value : `${headers[key]}, ${value}`;
         return res;
       },
+      /** A streamed answer's pieces, kept until its end. */
+      write(chunk: string) {
+        written.push(chunk);
+        return true;
+      },
+      onWritable: () => res,
+      pause() {},
+      resume() {},
+      close() {
+        finish(written.join(''), -1);
+        return res;
+      },
       end(text: string | undefined, _closeConnection?: boolean) {
-        const out = text ?? '';
+        const out = written.join('') + (text ?? '');
         finish(out, Buffer.byteLength(out));
         return res;
       },

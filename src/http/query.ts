@@ -14,6 +14,7 @@ export type QueryParam = { description?: string } & (
   | { kind: 'timestamp' }
   | { kind: 'sort'; fields: readonly string[]; default: string }
   | { kind: 'q' }
+  | { kind: 'enum'; values: readonly string[]; default: string }
   | { kind: 'reject'; message: string }
 );
 
@@ -169,6 +170,12 @@ function parseOne(name: string, spec: QueryParam, text: string, errors: FieldErr
         return undefined;
       }
       return text;
+    case 'enum':
+      if (spec.values.includes(text)) return text;
+      errors.push(
+        fieldError(name, 'invalid_value', `${name} must be one of: ${spec.values.join(', ')}`, { allowed_values: [...spec.values] }),
+      );
+      return undefined;
     case 'reject':
       errors.push(fieldError(name, 'invalid_context', spec.message));
       return undefined;
@@ -217,6 +224,7 @@ export function parseQuery(raw: string, spec: QuerySpec, errors: FieldError[]): 
     if (param.kind === 'integer') values[name] = param.default;
     else if (param.kind === 'sort') values[name] = parseOne(name, param, param.default, []);
     else if (param.kind === 'boolean' && param.default !== undefined) values[name] = param.default;
+    else if (param.kind === 'enum') values[name] = param.default;
   }
   return values;
 }

@@ -4,6 +4,7 @@ import type { Principal } from '../auth/authenticator.js';
 import type { Shard } from '../shards/shard.js';
 import type { Method } from './router.js';
 import type { QuerySpec } from './query.js';
+import type { UploadStream } from './upload.js';
 
 export type BodyContentType = 'application/json' | 'application/merge-patch+json';
 
@@ -33,6 +34,22 @@ export interface RequestContext {
   principal: Principal;
   /** The actor shard that owns the caller's organization (authenticated, org-scoped routes). */
   shard: Shard;
+  /** Path parameters a route keeps as text (`Route.textParams`), e.g. a job id. */
+  textParams: Record<string, string>;
+  /** Request headers some handlers read (empty string when absent). */
+  headers: { accept: string; idempotencyKey: string; contentType: string };
+  /** The body as a stream, for routes that declare `upload`. */
+  upload?: UploadStream;
+}
+
+/**
+ * A streamed answer (exports): `next` returns the next piece of the body, or undefined at its end;
+ * the server writes each piece with the socket's backpressure (it asks for the next only when the
+ * last one was taken), and calls `close` at the end, on failure and when the client goes away.
+ */
+export interface ReplyStream {
+  next(): string | undefined;
+  close(): void;
 }
 
 export interface Reply {
@@ -41,6 +58,8 @@ export interface Reply {
   headers?: Record<string, string>;
   /** A prebuilt body (e.g. YAML, Prometheus text) sent as is with `contentType`. */
   text?: string;
+  /** A body written piece by piece (with `contentType`), never held whole. */
+  stream?: ReplyStream;
   contentType?: string;
 }
 
@@ -64,6 +83,13 @@ export interface Route {
   /** False for routes that do not act on the org's data (no shard is resolved, e.g. /orgs/me). */
   orgScoped?: boolean;
   query?: QuerySpec;
+  /** Path parameters kept as text, not judged as integer ids (the handler judges them). */
+  textParams?: readonly string[];
+  /**
+   * The body is read as a stream (`ctx.upload`) of one of these media types, up to `maxBytes`,
+   * instead of a JSON body held whole (`body`).
+   */
+  upload?: { contentTypes: readonly string[]; maxBytes: number; description: string; schema: TSchema };
   /**
    * The table whose row the path's one id names, when the 200 body depends on that row alone (no
    * clock, no scans, no query): it may be served from the shard's response cache until a write

@@ -31,6 +31,8 @@ import {
 } from './steps.js';
 import { systemClock, type Clock } from '../clock.js';
 import { inject, type InjectedRequest, type InjectedResponse } from './inject.js';
+import { UploadStream } from './upload.js';
+import { BULK_LIMITS } from '../bulk/limits.js';
 
 /** The idle time announced to keep-alive clients, well inside uWS's own idle timeout (about 10 s). */
 const KEEP_ALIVE_HINT = 'timeout=5';
@@ -70,6 +72,10 @@ interface Pending {
   route: string;
   /** Settles a pending body read when the client goes away. */
   abortBody: (() => void) | undefined;
+  /** A streamed request body (upload routes). */
+  upload: UploadStream | undefined;
+  /** A streamed answer being written (exports). */
+  stream: import('./route.js').ReplyStream | undefined;
 }
 
 interface RequestSeries {
@@ -171,6 +177,7 @@ export class HttpServer {
     const hasApiKeyHeader = req.getHeader('x-api-key') !== '';
     const contentType = req.getHeader('content-type');
     const contentLength = req.getHeader('content-length');
+    const headers = { accept: req.getHeader('accept'), idempotencyKey: req.getHeader('idempotency-key'), contentType };
 
     const p: Pending = {
       res,
@@ -184,10 +191,14 @@ export class HttpServer {
       started,
       route: 'unmatched',
       abortBody: undefined,
+      upload: undefined,
+      stream: undefined,
     };
     res.onAborted(() => {
       p.aborted = true;
       p.abortBody?.();
+      p.upload?.close();
+      p.stream?.close();
       this.finish(p, 499);
     });
     this.inFlight++;
@@ -203,7 +214,19 @@ export class HttpServer {
     try {
       ({ compiled, rawParams } = matchRoute(this.router, method, path));
       p.route = compiled.metricRoute;
-      if (compiled.route.body !== undefined) {
+      const upload = compiled.route.upload;
+      if (upload !== undefined) {
+        const declared = contentLength === '' ? undefined : Number(contentLength);
+        if (declared !== undefined && declared > upload.maxBytes) {
+          this.fail(p, new ApiError('payload_too_large', `Request body exceeds the ${upload.maxBytes} byte limit of this endpoint`), true);
+          return;
+        }
+        p.upload = new UploadStream(res, {
+          maxBytes: upload.maxBytes,
+          highWaterBytes: BULK_LIMITS.highWaterBytes,
+          idleMs: BULK_LIMITS.idleMs,
+        });
+      } else if (compiled.route.body !== undefined) {
         const declared = contentLength === '' ? undefined : Number(contentLength);
         if (declared !== undefined && declared > MAX_BODY_BYTES) {
           this.fail(p, tooLarge(), true);
@@ -216,7 +239,7 @@ export class HttpServer {
       this.fail(p, err);
       return;
     }
-    void this.run(p, { compiled, rawParams, rawQuery, contentType, body, principal, isHead: method === 'HEAD' });
+    void this.run(p, { compiled, rawParams, rawQuery, contentType, headers, body, principal, isHead: method === 'HEAD' });
   }
 
   /** The steps after routing and authentication, in the order that decides which failure answers. */
@@ -227,6 +250,7 @@ export class HttpServer {
       rawParams: Record<string, string>;
       rawQuery: string;
       contentType: string;
+      headers: RequestContext['headers'];
       body: Promise<Buffer | undefined> | undefined;
       principal: Principal | Promise<Principal> | undefined;
       isHead: boolean;
@@ -240,7 +264,8 @@ export class HttpServer {
       if (principal !== undefined) requireScopes(route, principal);
       const shard = resolveShard(this.options.shards, route, principal);
       const errors: FieldError[] = [];
-      const { params, query } = parseInputs(compiled, request.rawParams, request.rawQuery, p.isApi, errors);
+      const { params, query, textParams } = parseInputs(compiled, request.rawParams, request.rawQuery, p.isApi, errors);
+      if (route.upload !== undefined) checkMediaType(route, request.contentType);
       let body: Record<string, unknown> = {};
       if (route.body !== undefined && request.body !== undefined) {
         checkMediaType(route, request.contentType);
@@ -264,6 +289,9 @@ export class HttpServer {
         body,
         principal: principal as Principal,
         shard: (shard instanceof Promise ? await shard : shard) as Shard,
+        textParams,
+        headers: request.headers,
+        upload: p.upload,
       };
       const filing = cached === undefined ? undefined : { ...cached, orgId: principal!.orgId, id: cachedId };
       this.send(p, await callHandler(route, ctx, filing), isHead);
@@ -342,21 +370,17 @@ export class HttpServer {
     p.done = true;
     // While draining, each finished exchange closes its connection (gracefully, after the response is flushed).
     if (this.draining) closeConnection = true;
+    // An upload answered before its end: the rest of its body would be read as the next request.
+    if (p.upload !== undefined && !p.upload.complete) closeConnection = true;
+    p.upload?.close();
+    if (reply.stream !== undefined && !isHead) {
+      this.sendStream(p, reply, reply.stream, closeConnection);
+      return;
+    }
     const text = reply.text ?? (reply.body === undefined ? undefined : JSON.stringify(reply.body));
     const res = p.res;
     res.cork(() => {
-      res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
-      res.writeHeader('X-Request-ID', p.requestId);
-      // uWS drops a keep-alive connection after about 10 s idle without a word (measured: 9.7 s); a
-      // client that reuses it just then loses its request. Announcing a shorter idle time makes
-      // clients that honour the hint (Node's agent, undici, most others) retire the socket first.
-      if (!closeConnection) res.writeHeader('Keep-Alive', KEEP_ALIVE_HINT);
-      if (p.rate !== undefined) {
-        res.writeHeader('X-RateLimit-Limit', this.limitText);
-        res.writeHeader('X-RateLimit-Remaining', String(this.limiter.remaining(p.rate)));
-        res.writeHeader('X-RateLimit-Reset', String(this.limiter.resetSeconds(p.rate, this.clock.now())));
-      }
-      if (reply.headers !== undefined) for (const [name, value] of Object.entries(reply.headers)) res.writeHeader(name, value);
+      this.writeHead(p, reply, closeConnection);
       if (text === undefined) {
         // 204 has no body by definition; anything else without one (301) says so with Content-Length: 0.
         if (reply.status === 204 || isHead) res.endWithoutBody(reply.status === 204 ? undefined : 0, closeConnection);
@@ -368,6 +392,69 @@ export class HttpServer {
       }
     });
     this.finish(p, reply.status);
+  }
+
+  /** The status line and the headers every answer carries (inside a cork). */
+  private writeHead(p: Pending, reply: Reply, closeConnection: boolean): void {
+    const res = p.res;
+    res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
+    res.writeHeader('X-Request-ID', p.requestId);
+    // uWS drops a keep-alive connection after about 10 s idle without a word (measured: 9.7 s); a
+    // client that reuses it just then loses its request. Announcing a shorter idle time makes
+    // clients that honour the hint (Node's agent, undici, most others) retire the socket first.
+    if (!closeConnection) res.writeHeader('Keep-Alive', KEEP_ALIVE_HINT);
+    if (p.rate !== undefined) {
+      res.writeHeader('X-RateLimit-Limit', this.limitText);
+      res.writeHeader('X-RateLimit-Remaining', String(this.limiter.remaining(p.rate)));
+      res.writeHeader('X-RateLimit-Reset', String(this.limiter.resetSeconds(p.rate, this.clock.now())));
+    }
+    if (reply.headers !== undefined) for (const [name, value] of Object.entries(reply.headers)) res.writeHeader(name, value);
+  }
+
+  /**
+   * A streamed answer: headers, then pieces written while the socket takes them; when it does not,
+   * the rest waits for `onWritable` (uWS backpressure), so a slow client holds one piece, not the body.
+   */
+  private sendStream(p: Pending, reply: Reply, stream: import('./route.js').ReplyStream, closeConnection: boolean): void {
+    const res = p.res;
+    p.stream = stream;
+    const end = (status: number) => {
+      stream.close();
+      p.stream = undefined;
+      this.finish(p, status);
+    };
+    /** Writes until the socket pushes back (false) or the body ends (true). */
+    const pump = (): boolean => {
+      for (;;) {
+        let piece: string | undefined;
+        try {
+          piece = stream.next();
+        } catch (err) {
+          // Headers are out: the only way left to say the body is incomplete is to cut the connection.
+          this.options.logger.error({ request_id: p.requestId, err }, 'export stream failed');
+          end(500);
+          res.close();
+          return true;
+        }
+        if (piece === undefined) {
+          res.end(undefined, closeConnection);
+          end(reply.status);
+          return true;
+        }
+        // false: uWS took the piece into its own buffer; the next waits until that drained (onWritable).
+        if (!res.write(piece)) return false;
+      }
+    };
+    res.cork(() => {
+      this.writeHead(p, reply, closeConnection);
+      res.writeHeader('Content-Type', reply.contentType ?? 'application/json');
+    });
+    // uWS calls this each time the socket drained what it buffered, until the response ends.
+    res.onWritable(() => {
+      if (!p.aborted && p.stream !== undefined) res.cork(pump);
+      return true;
+    });
+    res.cork(pump);
   }
 
   private finish(p: Pending, status: number): void {

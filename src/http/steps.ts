@@ -118,17 +118,25 @@ export function parseInputs(
   rawQuery: string,
   isApi: boolean,
   errors: FieldError[],
-): { params: PathParams; query: Record<string, unknown> } {
+): { params: PathParams; query: Record<string, unknown>; textParams: Record<string, string> } {
   const params = {} as PathParams;
-  for (const name of compiled.paramNames) params[name] = parsePathId(name, rawParams[name] ?? '', errors);
+  const textParams: Record<string, string> = {};
+  for (const name of compiled.paramNames) {
+    if (compiled.route.textParams?.includes(name)) textParams[name] = rawParams[name] ?? '';
+    else params[name] = parsePathId(name, rawParams[name] ?? '', errors);
+  }
   const query = isApi ? parseQuery(rawQuery, compiled.route.query ?? {}, errors) : {};
-  return { params, query };
+  return { params, query, textParams };
 }
 
 /** Step 7a, the body's media type: 415 unless it is the route's. */
 export function checkMediaType(route: Route, contentType: string): void {
-  if (route.body === undefined) return;
   const mediaType = (contentType.split(';')[0] ?? '').trim().toLowerCase();
+  if (route.upload !== undefined) {
+    if (route.upload.contentTypes.includes(mediaType)) return;
+    throw new ApiError('unsupported_media_type', `Content-Type must be one of: ${route.upload.contentTypes.join(', ')}`);
+  }
+  if (route.body === undefined) return;
   if (mediaType === route.body.contentType) return;
   throw new ApiError(
     'unsupported_media_type',

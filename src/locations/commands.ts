@@ -8,6 +8,7 @@ import { insertTags, parseTagsJson, type TagOwner, type TagRequestBody } from '.
 import type { Route } from '../http/route.js';
 import { shardCommand } from '../shards/commands.js';
 import type { Shard } from '../shards/shard.js';
+import type { ShardWriter } from '../shards/writer.js';
 import { assertNoCycle, resolveParent } from './parent.js';
 import type { LocationView } from './schemas.js';
 import { readStatements, writeStatements, type LocationRow, type LocationStatements } from './store.js';
@@ -35,6 +36,40 @@ interface BodyArgs {
   body: Record<string, unknown>;
 }
 
+/** The INSERT of a new location row (created_at = updated_at = the command's now): single creates and imports. */
+export function insertLocationRow(
+  shard: ShardWriter,
+  row: {
+    id: number;
+    orgId: number;
+    key: string;
+    body: Record<string, unknown>;
+    parentId: number | null;
+    validFrom: number;
+    validTo: number | null;
+  },
+): void {
+  const { body } = row;
+  writerStatements(shard)
+    .get(
+      'INSERT INTO locations (id, org_id, external_key, name, description, parent_id, is_active, valid_from, valid_to, created_at, updated_at) ' +
+        'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    )
+    .run(
+      row.id,
+      row.orgId,
+      row.key,
+      body.name,
+      (body.description as string | null | undefined) ?? null,
+      row.parentId,
+      body.is_active === false ? 0 : 1,
+      row.validFrom,
+      row.validTo,
+      shard.now,
+      shard.now,
+    );
+}
+
 const createCommand = shardCommand(
   'locations.create',
   (shard, { orgId, body }: BodyArgs): LocationView =>
@@ -49,24 +84,7 @@ const createCommand = shardCommand(
       throwIfInvalid(errors);
       const key = claimExternalKey(shard, 'locations', orgId, body.external_key as string | undefined);
       const id = shard.nextId('location');
-      writerStatements(shard)
-        .get(
-          'INSERT INTO locations (id, org_id, external_key, name, description, parent_id, is_active, valid_from, valid_to, created_at, updated_at) ' +
-            'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        )
-        .run(
-          id,
-          orgId,
-          key,
-          body.name,
-          (body.description as string | null | undefined) ?? null,
-          parent.change ? parent.parentId : null,
-          body.is_active === false ? 0 : 1,
-          validFrom,
-          validTo,
-          now,
-          now,
-        );
+      insertLocationRow(shard, { id, orgId, key, body, parentId: parent.change ? parent.parentId : null, validFrom, validTo });
       insertTags(shard, orgId, LOCATION_TAGS, id, (body.tags as TagRequestBody[] | undefined) ?? [], now);
       const view = written(stmts, orgId, id);
       eventLogOf(shard).append(orgId, 'location.created', { location: view });

@@ -196,6 +196,8 @@ function queryParamSchema(p: QueryParam): Json {
       return { type: 'string', default: p.default };
     case 'q':
       return { type: 'string' };
+    case 'enum':
+      return { type: 'string', enum: [...p.values], default: p.default };
     case 'reject':
       return {};
   }
@@ -228,7 +230,7 @@ function errorStatusesFor(route: Route): number[] {
   const statuses = [400, 401, 429, 500, 503];
   if ((route.scopes?.length ?? 0) > 0) statuses.push(403);
   if (route.path.includes('{')) statuses.push(404);
-  if (route.body) statuses.push(408, 413, 415);
+  if (route.body || route.upload) statuses.push(408, 413, 415);
   if ((route.method !== 'GET' && route.path.includes('{')) || route.method === 'POST') statuses.push(409);
   if (route.path === '/api/v1/orgs/me') statuses.push(422);
   if (route.path === '/api/v1/events') statuses.push(403, 410);
@@ -252,7 +254,16 @@ export function buildOpenApiDocument(routes: Route[]): Json {
         name: m[1],
         in: 'path',
         required: true,
-        schema: { type: 'integer', format: 'int64', minimum: 1, maximum: ID_MAX },
+        schema: route.textParams?.includes(m[1]!) ? { type: 'string' } : { type: 'integer', format: 'int64', minimum: 1, maximum: ID_MAX },
+      });
+    }
+    if (route.upload !== undefined) {
+      parameters.push({
+        name: 'Idempotency-Key',
+        in: 'header',
+        required: false,
+        description: 'Sent again with the same value (same org and kind), the request answers the job the first one started.',
+        schema: { type: 'string', minLength: 1, maxLength: 255 },
       });
     }
     for (const [name, p] of Object.entries(route.query ?? {})) {
@@ -292,6 +303,15 @@ export function buildOpenApiDocument(routes: Route[]): Json {
       parameters,
       responses,
     };
+    if (route.upload) {
+      op.requestBody = {
+        required: true,
+        description: route.upload.description,
+        content: Object.fromEntries(
+          route.upload.contentTypes.map((type) => [type, { schema: toOpenApiSchema(route.upload!.schema, requests) }]),
+        ),
+      };
+    }
     if (route.body) {
       op.requestBody = { required: true, content: { [route.body.contentType]: { schema: toOpenApiSchema(route.body.schema, requests) } } };
     }

@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { ABANDON_INTERRUPTED, hasInterruptedJobs } from '../bulk/jobs.js';
 import { ControlPlane } from '../control/controlPlane.js';
 import { scanPlacement } from '../scans/placement.js';
 import { reportIndexOf } from '../scans/reportIndex.js';
@@ -87,6 +88,12 @@ try {
       );
     }
     actor = new JournaledActor(writer, started.position, journal, open, report, (seqs) => schedule?.appended(seqs), killAfterAppendOf);
+  }
+  // Import jobs a previous process left running are failed, as a recorded command, before any new one can begin.
+  if (hasInterruptedJobs(writer)) {
+    const abandon: CommandMessage = { id: 0, name: ABANDON_INTERRUPTED, args: {}, now: Date.now() };
+    if (actor === undefined) writer.execute(abandon);
+    else await new Promise<void>((resolve) => actor.submit(abandon, () => resolve()));
   }
   // Built before the actor is ready, so that start-up (not the first report) pays for it.
   const building = performance.now();

@@ -16,6 +16,10 @@ interface Operation {
   path: string;
   scopes: string[];
   queryNames: string[];
+  /** Path parameters that are text (a bulk job id), not integer ids. */
+  textParams: string[];
+  /** The media types of a streamed upload body (bulk imports), else empty. */
+  uploadTypes: string[];
 }
 
 const BAD_IDS: [string, string][] = [
@@ -98,21 +102,29 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
   ]);
   await eventually(async () => (await trackd.request('GET', '/api/v1/reports/asset-locations', { token })).json?.total_count === 1, 10_000);
 
-  const ids: Record<string, number> = {
+  const job = await trackd.request('POST', '/api/v1/assets/bulk', { token, body: 'name\nImported\n', contentType: 'text/csv' });
+  t.equal(job.status, 202, 'an import job');
+  const locationJob = await trackd.request('POST', '/api/v1/locations/bulk', { token, body: 'name\nImported\n', contentType: 'text/csv' });
+  t.equal(locationJob.status, 202, 'a location import job');
+  const ids: Record<string, number | string> = {
     asset_id: asset.json.data.id,
     location_id: child.json.data.id,
+    job_id: job.json.job_id,
   };
   const tagIds: Record<string, number> = { asset_id: asset.json.data.tags[0].id, location_id: child.json.data.tags[0].id };
   const concrete = (path: string, override: Record<string, string> = {}) =>
     path.replace(/\{(\w+)\}/g, (_m, name: string) => {
       if (override[name] !== undefined) return override[name];
       if (name === 'tag_id') return String(path.includes('{asset_id}') ? tagIds.asset_id : tagIds.location_id);
+      if (name === 'job_id' && path.startsWith('/api/v1/locations/')) return locationJob.json.job_id;
       return String(ids[name]);
     });
   /** A body the operation would accept, so that only the rule under test can fail. */
   const validBody = (op: Operation): unknown => {
     if (op.method === 'PATCH') return {};
     if (op.method !== 'POST') return undefined;
+    // An import body (a CSV with a header row); none of the checks below lets one through.
+    if (op.uploadTypes.length > 0) return 'name\nNever stored\n';
     if (op.path.endsWith('/rename')) return { external_key: 'RENAMED' };
     if (op.path.endsWith('/tags')) return { tag_type: 'barcode', value: 'never-stored' };
     return { name: 'Never stored' };
@@ -125,18 +137,28 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
       path,
       scopes: op['x-required-scopes'] as string[],
       queryNames: ((op.parameters ?? []) as { name: string; in: string }[]).filter((p) => p.in === 'query').map((p) => p.name),
+      textParams: ((op.parameters ?? []) as { name: string; in: string; schema: { type: string } }[])
+        .filter((p) => p.in === 'path' && p.schema.type === 'string')
+        .map((p) => p.name),
+      uploadTypes: Object.keys(op.requestBody?.content ?? {}).filter(
+        (type) => type !== 'application/json' && type !== 'application/merge-patch+json',
+      ),
     })),
   );
   t.ok(operations.length >= 22, `${operations.length} documented operations`);
   const send = (op: Operation, path: string, extra: { token?: string; contentType?: string | null } = {}) =>
-    trackd.request(op.method, path, { token: 'token' in extra ? extra.token : token, body: validBody(op), contentType: extra.contentType });
+    trackd.request(op.method, path, {
+      token: 'token' in extra ? extra.token : token,
+      body: validBody(op),
+      contentType: 'contentType' in extra ? extra.contentType : op.uploadTypes[0],
+    });
 
   t.test('HEAD on every GET path: same status and headers as GET, empty body (interface 1.4)', async (t) => {
     const gets = operations.filter((op) => op.method === 'GET');
     for (const op of gets) {
       for (const [label, path, auth] of [
         ['', concrete(op.path), true],
-        [' (missing id)', concrete(op.path, { asset_id: '2147483647', location_id: '2147483647' }), true],
+        [' (missing id)', concrete(op.path, { asset_id: '2147483647', location_id: '2147483647', job_id: 'NO-SUCH-JOB' }), true],
         [' (no key)', concrete(op.path), false],
       ] as const) {
         if (label === ' (missing id)' && !op.path.includes('{')) continue;
@@ -161,7 +183,7 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
 
   t.test('every path id out of 1..2147483647 is 400 validation_error naming the parameter, on every operation (7.2)', async (t) => {
     for (const op of operations) {
-      const params = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+      const params = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!).filter((name) => !op.textParams.includes(name));
       for (const param of params) {
         for (const [id, code] of BAD_IDS) {
           const path = concrete(op.path, { [param]: id });
@@ -246,9 +268,11 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
         const res = await send(op, path, { contentType });
         const label = `${op.method} ${op.path} with ${contentType ?? 'no Content-Type'}`;
         const detail =
-          op.method === 'POST'
-            ? 'Content-Type must be application/json'
-            : 'Content-Type must be application/merge-patch+json on PATCH operations';
+          op.uploadTypes.length > 0
+            ? `Content-Type must be one of: ${op.uploadTypes.join(', ')}`
+            : op.method === 'POST'
+              ? 'Content-Type must be application/json'
+              : 'Content-Type must be application/merge-patch+json on PATCH operations';
         expectError(t, res, { status: 415, type: 'unsupported_media_type', detail, instance: path }, label);
         expectRateHeaders(t, res, label);
       }
@@ -257,7 +281,7 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
 
   t.test('404 for an in-range id that does not resolve, on every operation with an id (7.1)', async (t) => {
     for (const op of operations.filter((o) => o.path.includes('{'))) {
-      const path = concrete(op.path, { asset_id: '2147483647', location_id: '2147483647', tag_id: '2147483647' });
+      const path = concrete(op.path, { asset_id: '2147483647', location_id: '2147483647', tag_id: '2147483647', job_id: 'NO-SUCH-JOB' });
       const res = await send(op, path);
       const label = `${op.method} ${op.path}`;
       expectError(t, res, { status: 404, type: 'not_found', instance: path }, label);

@@ -18,10 +18,13 @@ t.test('the checked-in client is generated from the current document (npm run cl
   }
 });
 
-t.test('redocly lint (recommended rules) of the served document: 0 errors, one explained warning', async (t) => {
+t.test('redocly lint (recommended rules) of the served document: 0 errors, explained warnings', async (t) => {
   const config = await createConfig({ extends: ['recommended'] });
   const problems = await lintFromString({ source: JSON.stringify(servedDocument()), absoluteRef: 'openapi.json', config });
-  const found = problems.map((p) => `${p.severity} ${p.ruleId}`);
+  // The bulk job paths (/assets/bulk/{job_id}, TrakRF's form) have the shape of /assets/{asset_id}/history:
+  // trackd's router takes the literal segment first, and an asset id is never 'bulk'.
+  const explained = (p: (typeof problems)[number]) => p.ruleId === 'no-ambiguous-paths' && p.message.includes('/bulk/{job_id}');
+  const found = problems.filter((p) => !explained(p)).map((p) => `${p.severity} ${p.ruleId}`);
   // trackd is proprietary (UNLICENSED): its license object has a name and no public URL to give.
   t.same(found, ['warn info-license-strict'], `problems: ${JSON.stringify(problems.map((p) => p.message))}`);
 });
@@ -139,6 +142,28 @@ t.test('every operation through the typed client', async (t) => {
   const events = ok('GET /api/v1/events', await api.GET('/api/v1/events', { params: { query: { after: 0, limit: 1000 } } }), 200);
   const moved = events.data.find((e) => e.type === 'asset.moved');
   t.equal(moved?.seq, report.data!.as_of_seq, 'the move is the last event, and the report reflects it (as_of_seq)');
+
+  const csv = { bodySerializer: (body: string) => body, headers: { 'Content-Type': 'text/csv' } };
+  const assetJob = ok(
+    'POST /api/v1/assets/bulk',
+    await api.POST('/api/v1/assets/bulk', { body: 'external_key,name\nBULK-1,Bulk one\n', params: { query: { mode: 'upsert' } }, ...csv }),
+    202,
+  );
+  const assetStatus = await eventually(async () => {
+    const result = await api.GET('/api/v1/assets/bulk/{job_id}', { params: { path: { job_id: assetJob.job_id } } });
+    return result.data?.data.status === 'completed' ? result : undefined;
+  });
+  t.equal(ok('GET /api/v1/assets/bulk/{job_id}', assetStatus, 200).data.created, 1);
+  const locationJob = ok(
+    'POST /api/v1/locations/bulk',
+    await api.POST('/api/v1/locations/bulk', { body: 'name,parent_external_key\nBulk shelf,DOCK-A\n', ...csv }),
+    202,
+  );
+  const locationStatus = await eventually(async () => {
+    const result = await api.GET('/api/v1/locations/bulk/{job_id}', { params: { path: { job_id: locationJob.job_id } } });
+    return result.data?.data.status === 'completed' ? result : undefined;
+  });
+  t.equal(ok('GET /api/v1/locations/bulk/{job_id}', locationStatus, 200).data.created, 1);
 
   const invalid = await api.POST('/api/v1/assets', { body: { name: '' } });
   const error: ErrorEnvelope | undefined = invalid.error;

@@ -1,0 +1,116 @@
+import { DomainError } from '../errors/domain.js';
+import type { FieldError } from '../errors/catalog.js';
+import { shardCommand, type ShardCommand } from '../shards/commands.js';
+import type { ShardWriter } from '../shards/writer.js';
+import { processingJob, recordOutcome, type BatchOutcome, type BulkMode, type RowError } from './jobs.js';
+
+/** A row that passed the stateless rules, on its way to the shard: its number in the file and its create body. */
+export interface BatchRow {
+  row: number;
+  body: Record<string, unknown>;
+}
+
+/** One applied batch of a job: rows to judge against the shard's data, and the rows of its range that already failed on the way. */
+export interface BatchArgs {
+  orgId: number;
+  jobId: string;
+  mode: BulkMode;
+  dryRun: boolean;
+  /** All or nothing: any failed row (here or before) and nothing of the batch is kept. */
+  atomic: boolean;
+  rows: BatchRow[];
+  /** Errors of rows in this batch's range that failed before reaching the shard (syntax, the create rules, duplicates in the file). */
+  errors: RowError[];
+  /** Rows of the range that failed before reaching the shard. */
+  failedRows: number;
+  throughRow: number;
+}
+
+/** What one row did, or the field errors that refused it. */
+export type RowResult = { outcome: 'created' | 'updated' | 'unchanged'; tagsCreated: number } | { errors: FieldError[] };
+
+/** Applies one row on the writer (inside the batch's transaction): checks first, then writes, so a refused row wrote nothing. */
+export type RowApplier = (shard: ShardWriter, context: RowContext, body: Record<string, unknown>) => RowResult;
+
+export interface RowContext {
+  orgId: number;
+  mode: BulkMode;
+  /** Draws an id: the shard's own, or (dry run, rolled back) a negative stand-in that wastes none. */
+  nextId(entity: 'asset' | 'location' | 'tag'): number;
+}
+
+/** Thrown inside the batch's inner transaction to undo its rows (dry run, a failed atomic batch). */
+class Undo extends Error {}
+
+/** A refused row's field errors as row errors; a DomainError thrown by a shared rule becomes its fields, or a conflict on `body`. */
+export function rowErrors(row: number, errors: FieldError[]): RowError[] {
+  return errors.map((e) => ({ row, field: e.field, error: e.code, message: e.message }));
+}
+
+function judge(apply: RowApplier, shard: ShardWriter, context: RowContext, body: Record<string, unknown>): RowResult {
+  try {
+    return apply(shard, context, body);
+  } catch (err) {
+    if (!(err instanceof DomainError)) throw err;
+    if (err.fields !== undefined) return { errors: err.fields };
+    return { errors: [{ field: 'body', code: err.kind === 'conflict' ? 'conflict' : 'invalid_value', message: err.detail }] };
+  }
+}
+
+/**
+ * The batch command of a kind: judges and applies its rows in file order, then adds the outcome to
+ * the job, all in one transaction (so the job's counts are always what the data holds). A dry run
+ * applies inside an inner transaction and undoes it, so later rows of the batch see earlier ones.
+ */
+export function batchCommand(name: string, apply: RowApplier): ShardCommand<BatchArgs, BatchOutcome> {
+  return shardCommand(
+    name,
+    (shard, args: BatchArgs): BatchOutcome =>
+      shard.writer.transaction(() => {
+        processingJob(shard, args.orgId, args.jobId);
+        let standIn = 0;
+        const context: RowContext = {
+          orgId: args.orgId,
+          mode: args.mode,
+          nextId: (entity) => (args.dryRun ? --standIn : shard.nextId(entity)),
+        };
+        const outcome: BatchOutcome = {
+          processed: args.rows.length + args.failedRows,
+          created: 0,
+          updated: 0,
+          unchanged: 0,
+          tagsCreated: 0,
+          failedRows: args.failedRows,
+          errors: [...args.errors],
+          throughRow: args.throughRow,
+        };
+        try {
+          shard.writer.transaction(() => {
+            for (const { row, body } of args.rows) {
+              const result = judge(apply, shard, context, body);
+              if ('errors' in result) {
+                outcome.failedRows++;
+                outcome.errors.push(...rowErrors(row, result.errors));
+              } else {
+                outcome[result.outcome]++;
+                outcome.tagsCreated += result.tagsCreated;
+              }
+            }
+            if (args.dryRun || (args.atomic && outcome.failedRows > 0)) throw new Undo();
+          })();
+        } catch (err) {
+          if (!(err instanceof Undo)) throw err;
+          if (!args.dryRun) Object.assign(outcome, { created: 0, updated: 0, unchanged: 0, tagsCreated: 0 });
+        }
+        outcome.errors.sort((a, b) => a.row - b.row);
+        recordOutcome(shard, args.jobId, outcome);
+        return { ...outcome, errors: [] };
+      })(),
+    'any',
+  );
+}
+
+/** Whether any field of `next` differs from the stored row's (an upsert row equal to the stored one writes nothing). */
+export function differs<T extends object>(next: T, stored: T): boolean {
+  return (Object.keys(next) as (keyof T)[]).some((field) => next[field] !== stored[field]);
+}
