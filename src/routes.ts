@@ -5,9 +5,14 @@ import { opsRoutes } from './ops/routes.js';
 import { orgRoutes } from './orgs/routes.js';
 import { scanRoutes } from './scans/routes.js';
 import type { Services } from './services.js';
+import { mirroredReads } from './console/mirror.js';
+import { consoleRoutes } from './console/routes.js';
+import type { SessionAuth } from './console/session.js';
+import { staticRoutes } from './console/static.js';
 
 /** Every route of the service; each feature contributes its own list. */
-export function allRoutes(services: Services): Route[] {
+export function allRoutes(services: Services, sessions?: SessionAuth): Route[] {
   const api: Route[] = [...orgRoutes(services), ...locationRoutes(), ...assetRoutes(), ...scanRoutes()];
-  return [...api, ...opsRoutes(services, () => api)];
+  const console = sessions === undefined ? [] : [...staticRoutes(), ...consoleRoutes(services, sessions), ...mirroredReads(api)];
+  return [...api, ...opsRoutes(services, () => api), ...console];
 }

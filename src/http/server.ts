@@ -31,6 +31,7 @@ import {
 } from './steps.js';
 import { systemClock, type Clock } from '../clock.js';
 import { inject, type InjectedRequest, type InjectedResponse } from './inject.js';
+import { checkCsrf, type ClientInfo, type SessionAuth } from '../console/session.js';
 
 /** The idle time announced to keep-alive clients, well inside uWS's own idle timeout (about 10 s). */
 const KEEP_ALIVE_HINT = 'timeout=5';
@@ -92,6 +93,8 @@ export interface HttpServerOptions {
   clock?: Clock;
   /** The process's shared rate-limit table (every HTTP thread takes from the same budgets). */
   rateLimitBuffers?: ReturnType<typeof rateLimitBuffers>;
+  /** Web sessions of the console routes (`session: true`); without it those answer 401. */
+  sessions?: SessionAuth;
 }
 
 /**
@@ -171,6 +174,15 @@ export class HttpServer {
     const hasApiKeyHeader = req.getHeader('x-api-key') !== '';
     const contentType = req.getHeader('content-type');
     const contentLength = req.getHeader('content-length');
+    const client: ClientInfo = {
+      cookie: req.getHeader('cookie'),
+      origin: req.getHeader('origin'),
+      host: req.getHeader('host'),
+      csrfToken: req.getHeader('x-csrf-token'),
+      secFetchSite: req.getHeader('sec-fetch-site'),
+      forwardedProto: req.getHeader('x-forwarded-proto'),
+      remoteAddress: '',
+    };
 
     const p: Pending = {
       res,
@@ -211,12 +223,20 @@ export class HttpServer {
         }
         body = this.readBody(p);
       }
-      principal = authenticate(this.options.authenticator, compiled.route, authorization, hasApiKeyHeader, this.clock.now());
+      principal = compiled.route.session
+        ? this.sessionPrincipal(client.cookie)
+        : authenticate(this.options.authenticator, compiled.route, authorization, hasApiKeyHeader, this.clock.now());
+      if (compiled.route.session || path.startsWith('/console/')) client.remoteAddress = remoteAddress(res);
     } catch (err) {
       this.fail(p, err);
       return;
     }
-    void this.run(p, { compiled, rawParams, rawQuery, contentType, body, principal, isHead: method === 'HEAD' });
+    void this.run(p, { compiled, rawParams, rawQuery, contentType, body, principal, client, isHead: method === 'HEAD' });
+  }
+
+  private sessionPrincipal(cookie: string): Promise<Principal> {
+    if (this.options.sessions === undefined) throw new ApiError('unauthorized', 'The console is not available on this server');
+    return this.options.sessions.authenticate(cookie, this.clock.now());
   }
 
   /** The steps after routing and authentication, in the order that decides which failure answers. */
@@ -229,6 +249,7 @@ export class HttpServer {
       contentType: string;
       body: Promise<Buffer | undefined> | undefined;
       principal: Principal | Promise<Principal> | undefined;
+      client: ClientInfo;
       isHead: boolean;
     },
   ): Promise<void> {
@@ -238,9 +259,10 @@ export class HttpServer {
       const principal = request.principal instanceof Promise ? await request.principal : request.principal;
       if (p.isApi && principal !== undefined) this.chargeRate(p, principal.apiKeyId);
       if (principal !== undefined) requireScopes(route, principal);
+      if (principal?.session !== undefined && route.method !== 'GET') checkCsrf(principal.session, request.client);
       const shard = resolveShard(this.options.shards, route, principal);
       const errors: FieldError[] = [];
-      const { params, query } = parseInputs(compiled, request.rawParams, request.rawQuery, p.isApi, errors);
+      const { params, query } = parseInputs(compiled, request.rawParams, request.rawQuery, p.isApi || route.session === true, errors);
       let body: Record<string, unknown> = {};
       if (route.body !== undefined && request.body !== undefined) {
         checkMediaType(route, request.contentType);
@@ -264,6 +286,7 @@ export class HttpServer {
         body,
         principal: principal as Principal,
         shard: (shard instanceof Promise ? await shard : shard) as Shard,
+        client: request.client,
       };
       const filing = cached === undefined ? undefined : { ...cached, orgId: principal!.orgId, id: cachedId };
       this.send(p, await callHandler(route, ctx, filing), isHead);
