@@ -9,9 +9,13 @@ import { orgRoutes } from './orgs/routes.js';
 import { scanRoutes } from './scans/routes.js';
 import { eventRoutes } from './events/routes.js';
 import type { Services } from './services.js';
+import { mirroredReads } from './console/mirror.js';
+import { consoleRoutes } from './console/routes.js';
+import type { SessionAuth } from './console/session.js';
+import { staticRoutes } from './console/static.js';
 
 /** Every route of the service; each feature contributes its own list. */
-export function allRoutes(services: Services): Route[] {
+export function allRoutes(services: Services, sessions?: SessionAuth): Route[] {
   const api: Route[] = [
     ...orgRoutes(services),
     ...locationRoutes(),
@@ -21,5 +25,6 @@ export function allRoutes(services: Services): Route[] {
     ...scanRoutes(),
     ...eventRoutes(),
   ];
-  return [...api, ...opsRoutes(services, () => api)];
+  const console = sessions === undefined ? [] : [...staticRoutes(), ...consoleRoutes(services, sessions), ...mirroredReads(api)];
+  return [...api, ...opsRoutes(services, () => api), ...console];
 }

@@ -87,7 +87,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
   );
   const readiness = Readiness.initial({ storage: true, consumer: false });
   const shards = new ShardRegistry(config.DATA_DIR, control, actors.link(options.clock));
-  const services: Services = { config, logger, metrics, control, shards, readiness, clock: options.clock };
+  const services: Services = { config, logger, metrics, control, shards, readiness, clock: options.clock, signingKey };
   services.storageHealth = new StorageHealth(config.DATA_DIR, readiness, logger);
   const http = new HttpThreads(config, logger, readiness, actors, metrics, onCrash, options.logFile);
   collectThreadBusy(metrics, () => [

@@ -1,3 +1,4 @@
+import type { SigningKey } from './auth/signingKey.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { ControlPlane } from './control/controlPlane.js';
@@ -21,4 +22,6 @@ export interface Services {
   scrapeMetrics?: () => Promise<string>;
   /** Turns storage failures (disk full, read-only) into readiness 503 and a 503 answer. */
   storageHealth?: StorageHealth;
+  /** The installation's token-signing key: the console mints sessions and API keys with it (absent: no console). */
+  signingKey?: SigningKey;
 }

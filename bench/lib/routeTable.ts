@@ -3,6 +3,7 @@
  * in-process ceiling and the fastify baseline both run the very handlers (so the very SQL, the same
  * prepared statements and row mapping) that trackd serves, which is what makes their rates comparable.
  */
+import { NO_CLIENT } from '../../src/console/session.js';
 import { Authenticator, type Principal } from '../../src/auth/authenticator.js';
 import { loadSigningKey } from '../../src/auth/signingKey.js';
 import { loadConfig } from '../../src/config.js';
@@ -57,6 +58,7 @@ export async function openRouteTable(dataDir: string): Promise<OpenRouteTable> {
       const shard: Shard = found instanceof Promise ? await found : found;
       return {
         requestId: 'bench',
+        client: NO_CLIENT,
         // Read per call: the in-process loop reuses one context for many calls, as requests would not.
         get now() {
           return Date.now();

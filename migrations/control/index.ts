@@ -1,4 +1,5 @@
 import type { Migration } from '../../src/storage/sqlite.js';
 import * as orgsAndKeys from './001_orgs_and_keys.js';
+import * as usersAndSessions from './003_users_and_sessions.js';
 
-export const controlMigrations: Migration[] = [orgsAndKeys];
+export const controlMigrations: Migration[] = [orgsAndKeys, usersAndSessions];

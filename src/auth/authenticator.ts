@@ -16,6 +16,16 @@ export interface Principal {
   scopes: ReadonlySet<string>;
   scopeList: readonly string[];
   expiresAt: number | null;
+  /** Set when the caller is a console web session (cookie), not an API key. */
+  session?: WebSession;
+}
+
+export interface WebSession {
+  id: string;
+  userId: number;
+  /** The token every write of this session must carry in X-CSRF-Token. */
+  csrf: string;
+  expiresAt: number;
 }
 
 export const authDetails = {

@@ -17,6 +17,9 @@ export interface TokenClaims {
   iat: number;
   exp?: number;
   nbf?: number;
+  /** Web sessions (signWebSession) only. */
+  sid?: string;
+  csrf?: string;
 }
 
 export async function signApiKey(
@@ -64,4 +67,18 @@ export async function verifySignature(key: SigningKey, token: string): Promise<T
   } catch {
     return undefined;
   }
+}
+
+/** A console web session: `sub` is the user id, `sid` the web_sessions row, `csrf` the token its writes must echo. */
+export async function signWebSession(
+  key: SigningKey,
+  claims: { sessionId: string; userId: number; orgId: number; csrf: string; expiresAt: number },
+): Promise<string> {
+  return new SignJWT({ typ: 'session', org: claims.orgId, sid: claims.sessionId, csrf: claims.csrf })
+    .setProtectedHeader({ alg: SIGNING_ALG, kid: key.kid, typ: 'JWT' })
+    .setIssuer(ISSUER)
+    .setSubject(String(claims.userId))
+    .setIssuedAt()
+    .setExpirationTime(Math.floor(claims.expiresAt / 1000))
+    .sign(key.privateKey);
 }

@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import { readersReplay } from '../readers/replayCommand.js';
 import { scansPublish } from '../scans/publishCommand.js';
 import { CliError, type Command } from './common.js';
+import { usersCreate } from './users.js';
 import { keysCreate, keysList, keysRevoke, orgsCreate, orgsList, sessionsCreate } from './orgsAndKeys.js';
 
 /** `trackd <group> <verb>` commands; each prints one JSON document. */
@@ -13,6 +14,7 @@ export const COMMANDS: Record<string, Command> = {
   'keys list': keysList,
   'keys revoke': keysRevoke,
   'sessions create': sessionsCreate,
+  'users create': usersCreate,
   'scans publish': scansPublish,
   'readers replay': readersReplay,
 };

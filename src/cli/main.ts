@@ -8,6 +8,7 @@ const USAGE = `usage: trackd <command>
   keys create --org ID --name NAME --scopes S1,S2 [--expires-in 30d|--expires-at RFC3339] [--env preview|production]
   keys list --org ID | keys revoke API_KEY_ID
   sessions create --org ID --user NAME
+  users create --org ID [--org ID ...] --email EMAIL   (password: prompt, or the first line of stdin)
   scans publish --org ID --location KEY --tag TYPE:VALUE [--tag ...] [--observed-at RFC3339] [--source fixed|handheld]
   readers replay FILE --org ID [--rate N]`;
 

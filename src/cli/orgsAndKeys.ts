@@ -1,10 +1,11 @@
-import { INTEGRATOR_SCOPES, ADMIN_SCOPE, signApiKey, signSession } from '../auth/tokens.js';
+import { signSession } from '../auth/tokens.js';
 import { loadSigningKey } from '../auth/signingKey.js';
 import { ControlPlane } from '../control/controlPlane.js';
+import { listKeys, mintKey, revokeKey, scopeProblem } from '../keys/service.js';
 import { parseTimestamp } from '../wire/timestamps.js';
 import { CliError, intFlag, requireFlag, type Command, type CommandContext } from './common.js';
 
-async function withControl<T>(ctx: CommandContext, fn: (control: ControlPlane) => Promise<T> | T): Promise<T> {
+export async function withControl<T>(ctx: CommandContext, fn: (control: ControlPlane) => Promise<T> | T): Promise<T> {
   const control = await ControlPlane.open(ctx.config.DATA_DIR);
   try {
     return await fn(control);
@@ -13,7 +14,7 @@ async function withControl<T>(ctx: CommandContext, fn: (control: ControlPlane) =
   }
 }
 
-function requireOrg(control: ControlPlane, orgId: number) {
+export function requireOrg(control: ControlPlane, orgId: number) {
   const org = control.getOrg(orgId);
   if (org === undefined) throw new CliError(`organization ${orgId} does not exist`);
   return org;
@@ -21,12 +22,6 @@ function requireOrg(control: ControlPlane, orgId: number) {
 
 const DURATION = /^(\d+)([smhdw])$/;
 const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
-
-/** The key's expiry in ms, whole seconds (a JWT `exp` has no fraction): what is printed is what the server applies. */
-function expiryFrom(flags: CommandContext['flags']): number | null {
-  const ms = requestedExpiry(flags);
-  return ms === null ? null : Math.floor(ms / 1000) * 1000;
-}
 
 function requestedExpiry(flags: CommandContext['flags']): number | null {
   const inText = flags['expires-in'];
@@ -58,15 +53,11 @@ function parseScopes(text: string): string[] {
   ];
   if (scopes.length === 0) throw new CliError('--scopes needs at least one scope');
   for (const s of scopes) {
-    if (s === ADMIN_SCOPE)
-      throw new CliError(`${ADMIN_SCOPE} is for internal key administration and cannot be granted to an integrator key`);
-    if (!(INTEGRATOR_SCOPES as readonly string[]).includes(s))
-      throw new CliError(`unknown scope ${JSON.stringify(s)}; allowed: ${INTEGRATOR_SCOPES.join(', ')}`);
+    const problem = scopeProblem(s);
+    if (problem !== undefined) throw new CliError(problem);
   }
   return scopes;
 }
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 export const orgsCreate: Command = {
   options: { name: { type: 'string' } },
@@ -100,12 +91,9 @@ export const keysCreate: Command = {
       const scopes = parseScopes(requireFlag(ctx.flags, 'scopes'));
       const env = typeof ctx.flags.env === 'string' ? ctx.flags.env : ctx.config.TRACKD_ENV;
       if (env !== 'preview' && env !== 'production') throw new CliError(`--env must be preview or production, got ${JSON.stringify(env)}`);
-      const expiresAt = expiryFrom(ctx.flags);
+      const expiresAt = requestedExpiry(ctx.flags);
       requireOrg(control, orgId);
-      const signingKey = await loadSigningKey(ctx.config.DATA_DIR);
-      const row = control.createKey({ orgId, name, scopes, env, expiresAt });
-      const token = await signApiKey(signingKey, { apiKeyId: row.id, orgId, scopes, env, expiresAt });
-      return { api_key_id: row.id, token, expires_at: iso(expiresAt), scopes };
+      return mintKey(control, await loadSigningKey(ctx.config.DATA_DIR), { orgId, name, scopes, env, expiresAt });
     }),
 };
 
@@ -115,16 +103,7 @@ export const keysList: Command = {
     withControl(ctx, (control) => {
       const orgId = intFlag(ctx.flags, 'org');
       requireOrg(control, orgId);
-      return control.listKeys(orgId).map((k) => ({
-        api_key_id: k.id,
-        org_id: k.org_id,
-        name: k.name,
-        scopes: k.scopes,
-        env: k.env,
-        created_at: iso(k.created_at),
-        expires_at: iso(k.expires_at),
-        revoked_at: iso(k.revoked_at),
-      }));
+      return listKeys(control, orgId);
     }),
 };
 
@@ -134,9 +113,9 @@ export const keysRevoke: Command = {
     withControl(ctx, (control) => {
       const id = ctx.positionals[0];
       if (id === undefined) throw new CliError('usage: trackd keys revoke API_KEY_ID');
-      const revokedAt = control.revokeKey(id);
+      const revokedAt = revokeKey(control, id);
       if (revokedAt === undefined) throw new CliError(`API key ${id} does not exist`);
-      return { api_key_id: id, revoked_at: iso(revokedAt) };
+      return { api_key_id: id, revoked_at: revokedAt };
     }),
 };
 

@@ -3,6 +3,8 @@ import { allRoutes } from '../routes.js';
 import type { Services } from '../services.js';
 import type { rateLimitBuffers } from './rateLimit.js';
 import { HttpServer } from './server.js';
+import { Accounts } from '../console/accounts.js';
+import { SessionAuth } from '../console/session.js';
 
 /** trackd's HTTP server with every route, over a thread's services (an HTTP thread's, or the in-process one's). */
 export function createHttpServer(
@@ -11,6 +13,7 @@ export function createHttpServer(
   rateLimit: ReturnType<typeof rateLimitBuffers>,
 ): HttpServer {
   const { config } = services;
+  const sessions = services.signingKey === undefined ? undefined : new SessionAuth(new Accounts(services.control), services.signingKey);
   const http = new HttpServer({
     host: config.HOST,
     port: config.PORT,
@@ -23,7 +26,8 @@ export function createHttpServer(
     storageHealth: services.storageHealth,
     responseCacheBytes: config.RESPONSE_CACHE_MB * 1024 * 1024,
     clock: services.clock,
+    sessions,
   });
-  http.addRoutes(allRoutes(services));
+  http.addRoutes(allRoutes(services, sessions));
   return http;
 }

@@ -1,6 +1,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { FieldError } from '../errors/catalog.js';
 import type { Principal } from '../auth/authenticator.js';
+import type { ClientInfo } from '../console/session.js';
 import type { Shard } from '../shards/shard.js';
 import type { Method } from './router.js';
 import type { QuerySpec } from './query.js';
@@ -40,6 +41,8 @@ export interface RequestContext {
   headers: { accept: string; idempotencyKey: string; contentType: string };
   /** The body as a stream, for routes that declare `upload`. */
   upload?: UploadStream;
+  /** Cookie, origin and address headers (the console's routes read them). */
+  client: ClientInfo;
 }
 
 /**
@@ -78,6 +81,11 @@ export interface Route {
   tag: string;
   /** Required scopes (all of them); `[]` means any valid API key. Undefined: no authentication. */
   scopes?: string[];
+  /**
+   * A console route (under /console/): authenticated by the web-session cookie instead of a bearer key,
+   * its writes checked for CSRF; never under /api/v1, which keeps refusing session tokens.
+   */
+  session?: true;
   /** Left out of the OpenAPI document (the document itself, redirects, ops endpoints). */
   undocumented?: boolean;
   /** False for routes that do not act on the org's data (no shard is resolved, e.g. /orgs/me). */

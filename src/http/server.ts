@@ -33,6 +33,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { inject, type InjectedRequest, type InjectedResponse } from './inject.js';
 import { UploadStream } from './upload.js';
 import { BULK_LIMITS } from '../bulk/limits.js';
+import { checkCsrf, type ClientInfo, type SessionAuth } from '../console/session.js';
 
 /** The idle time announced to keep-alive clients, well inside uWS's own idle timeout (about 10 s). */
 const KEEP_ALIVE_HINT = 'timeout=5';
@@ -98,6 +99,8 @@ export interface HttpServerOptions {
   clock?: Clock;
   /** The process's shared rate-limit table (every HTTP thread takes from the same budgets). */
   rateLimitBuffers?: ReturnType<typeof rateLimitBuffers>;
+  /** Web sessions of the console routes (`session: true`); without it those answer 401. */
+  sessions?: SessionAuth;
 }
 
 /**
@@ -178,6 +181,15 @@ export class HttpServer {
     const contentType = req.getHeader('content-type');
     const contentLength = req.getHeader('content-length');
     const headers = { accept: req.getHeader('accept'), idempotencyKey: req.getHeader('idempotency-key'), contentType };
+    const client: ClientInfo = {
+      cookie: req.getHeader('cookie'),
+      origin: req.getHeader('origin'),
+      host: req.getHeader('host'),
+      csrfToken: req.getHeader('x-csrf-token'),
+      secFetchSite: req.getHeader('sec-fetch-site'),
+      forwardedProto: req.getHeader('x-forwarded-proto'),
+      remoteAddress: '',
+    };
 
     const p: Pending = {
       res,
@@ -234,12 +246,20 @@ export class HttpServer {
         }
         body = this.readBody(p);
       }
-      principal = authenticate(this.options.authenticator, compiled.route, authorization, hasApiKeyHeader, this.clock.now());
+      principal = compiled.route.session
+        ? this.sessionPrincipal(client.cookie)
+        : authenticate(this.options.authenticator, compiled.route, authorization, hasApiKeyHeader, this.clock.now());
+      if (compiled.route.session || path.startsWith('/console/')) client.remoteAddress = remoteAddress(res);
     } catch (err) {
       this.fail(p, err);
       return;
     }
-    void this.run(p, { compiled, rawParams, rawQuery, contentType, headers, body, principal, isHead: method === 'HEAD' });
+    void this.run(p, { compiled, rawParams, rawQuery, contentType, headers, body, principal, client, isHead: method === 'HEAD' });
+  }
+
+  private sessionPrincipal(cookie: string): Promise<Principal> {
+    if (this.options.sessions === undefined) throw new ApiError('unauthorized', 'The console is not available on this server');
+    return this.options.sessions.authenticate(cookie, this.clock.now());
   }
 
   /** The steps after routing and authentication, in the order that decides which failure answers. */
@@ -253,6 +273,7 @@ export class HttpServer {
       headers: RequestContext['headers'];
       body: Promise<Buffer | undefined> | undefined;
       principal: Principal | Promise<Principal> | undefined;
+      client: ClientInfo;
       isHead: boolean;
     },
   ): Promise<void> {
@@ -262,9 +283,16 @@ export class HttpServer {
       const principal = request.principal instanceof Promise ? await request.principal : request.principal;
       if (p.isApi && principal !== undefined) this.chargeRate(p, principal.apiKeyId);
       if (principal !== undefined) requireScopes(route, principal);
+      if (principal?.session !== undefined && route.method !== 'GET') checkCsrf(principal.session, request.client);
       const shard = resolveShard(this.options.shards, route, principal);
       const errors: FieldError[] = [];
-      const { params, query, textParams } = parseInputs(compiled, request.rawParams, request.rawQuery, p.isApi, errors);
+      const { params, query, textParams } = parseInputs(
+        compiled,
+        request.rawParams,
+        request.rawQuery,
+        p.isApi || route.session === true,
+        errors,
+      );
       if (route.upload !== undefined) checkMediaType(route, request.contentType);
       let body: Record<string, unknown> = {};
       if (route.body !== undefined && request.body !== undefined) {
@@ -292,6 +320,7 @@ export class HttpServer {
         textParams,
         headers: request.headers,
         upload: p.upload,
+        client: request.client,
       };
       const filing = cached === undefined ? undefined : { ...cached, orgId: principal!.orgId, id: cachedId };
       this.send(p, await callHandler(route, ctx, filing), isHead);

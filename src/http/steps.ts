@@ -29,6 +29,8 @@ export interface CompiledRoute {
 export function compileRoute(route: Route): CompiledRoute {
   // The OpenAPI document is built from this table: nothing undescribed may be served under /api/v1/.
   if (route.undocumented && route.path.startsWith('/api/v1/')) throw new Error(`route ${route.method} ${route.path} must be documented`);
+  if (route.session && !route.path.startsWith('/console/'))
+    throw new Error(`session route ${route.method} ${route.path} must be under /console/`);
   return {
     route,
     validateBody: route.body ? compileValidator(route.body.schema) : undefined,

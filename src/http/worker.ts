@@ -76,7 +76,8 @@ parent.on('message', (message: ToHttpWorker) => {
 
 try {
   const control = await ControlPlane.open(config.DATA_DIR);
-  const authenticator = new Authenticator(control, await loadSigningKey(config.DATA_DIR), config.TRACKD_ENV, logger);
+  const signingKey = await loadSigningKey(config.DATA_DIR);
+  const authenticator = new Authenticator(control, signingKey, config.TRACKD_ENV, logger);
   const shards = new ShardRegistry(config.DATA_DIR, control, async (index) => {
     const answer = await ask({ type: 'link', request: nextRequest++, index });
     if (answer.type !== 'link') throw new Error('unexpected answer to a shard link request');
@@ -91,6 +92,7 @@ try {
     control,
     shards,
     readiness,
+    signingKey,
     scrapeMetrics: async () => {
       const answer = await ask({ type: 'scrape', request: nextRequest++ });
       return answer.type === 'scraped' ? answer.text : '';
