@@ -511,7 +511,7 @@ const applyCommand = shardCommand(
   (shard, { items, options }: { items: SourcedScan[]; options: ApplyOptions }): ScanOutcome[] =>
     storeOf(shard).applyBatch(items, options, shard.now),
   'scans',
-  { journal: scanBatchJournal },
+  { journal: scanBatchJournal, ownsTransaction: true },
 );
 
 export function applyScanBatch(shard: Shard, items: SourcedScan[], options: ApplyOptions & BatchTime): Promise<ScanOutcome[]> {

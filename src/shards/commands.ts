@@ -22,6 +22,12 @@ export interface ShardCommand<A, R> {
   readonly recorded: boolean;
   /** Its journal form; none: the arguments as they are. */
   readonly journal?: JournalCodec<A>;
+  /**
+   * It opens its own transaction and changes writer memory only after that transaction commits
+   * (scans.apply): outside a round it must be the outermost transaction, or a COMMIT that fails
+   * after its own would leave that memory ahead of the file.
+   */
+  readonly ownsTransaction: boolean;
   run(writer: ShardWriter, args: A): R;
   effects(args: A, result: R): WriteEffects;
 }
@@ -33,13 +39,14 @@ export function shardCommand<A, R>(
   name: string,
   run: (writer: ShardWriter, args: A) => R,
   effects: WriteEffects | ((args: A, result: R) => WriteEffects),
-  options: { readOnly?: boolean; journal?: JournalCodec<A> } = {},
+  options: { readOnly?: boolean; journal?: JournalCodec<A>; ownsTransaction?: boolean } = {},
 ): ShardCommand<A, R> {
   if (registry.has(name)) throw new Error(`shard command ${name} defined twice`);
   const command: ShardCommand<A, R> = {
     name,
     recorded: options.readOnly !== true,
     journal: options.journal,
+    ownsTransaction: options.ownsTransaction === true,
     run,
     effects: typeof effects === 'function' ? effects : () => effects,
   };

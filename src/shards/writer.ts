@@ -117,8 +117,9 @@ export class ShardWriter {
         return result;
       };
       // A recorded command runs in a transaction (a savepoint in a round) even when its own SQL is one
-      // statement: the events it appends (events/log.ts) commit with it or not at all.
-      const value = inRound || command.recorded ? this.writer.transaction(run)() : run();
+      // statement: the events it appends (events/log.ts) commit with it or not at all. One that owns
+      // its transaction keeps it outermost outside a round (its memory follows that commit).
+      const value = inRound || (command.recorded && !command.ownsTransaction) ? this.writer.transaction(run)() : run();
       return { answer: { id: message.id, value }, record, effects: command.effects(message.args, value) };
     } catch (err) {
       // A failed command changed nothing: each runs in one transaction or one statement (a savepoint in a round).

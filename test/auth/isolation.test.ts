@@ -8,6 +8,7 @@ import { envelopeProblems, shardSnapshotter } from '../helpers/hostile.js';
 import { operationsOf, type Operation } from '../helpers/openapiFuzz.js';
 import { natsClient, publish, scanBody } from '../helpers/scans.js';
 import { inlineRefs } from '../helpers/openapi.js';
+import { runImport } from '../helpers/bulk.js';
 
 /**
  * Keys and organization isolation over EVERY operation of the OpenAPI document: forged and borrowed
@@ -64,10 +65,14 @@ t.test('isolation and forged keys across every operation', async (t) => {
   await publish(nc, `scans.${orgB.id}.fixed`, scanBody('B-ROOT', ['rfid:B-EPC-1']));
   await eventually(async () => (await reqB('GET', '/api/v1/reports/asset-locations')).json?.total_count === 1, 10_000);
 
+  const jobA = await runImport(trackd, keyA.token, 'assets', 'external_key,name\nA-BULK,Secret Bulk\n');
+  t.ok(jobA.job_id, 'organization A has an import job');
+
   const snapshot = shardSnapshotter(t, trackd);
 
   // Which of A's ids a path parameter names, per operation path.
-  const idOfA = (op: Operation, param: string): number => {
+  const idOfA = (op: Operation, param: string): number | string => {
+    if (param === 'job_id') return jobA.job_id;
     if (param === 'asset_id') return asset.id;
     if (param === 'location_id') return dock.id;
     if (param === 'tag_id') return (op.path.startsWith('/api/v1/assets') ? asset : dock).tags[0].id;
@@ -80,7 +85,7 @@ t.test('isolation and forged keys across every operation', async (t) => {
     if (op.method === 'PATCH') return { name: 'Hijacked' };
     return { name: 'Hijacked' };
   };
-  const normalize = (text: string, ids: number[]) => {
+  const normalize = (text: string, ids: Array<number | string>) => {
     let out = text
       .replace(/"request_id":"[^"]*"/, '')
       .split(String(MISSING_ID))
