@@ -8,6 +8,7 @@ import * as scanResolution from './006_scan_resolution.js';
 import * as eventIdRetention from './007_event_id_retention.js';
 import * as validityBoundaries from './008_validity_boundaries.js';
 import * as reportOrderInMemory from './009_report_order_in_memory.js';
+import * as countsKept from './012_counts_kept.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
 export const shardMigrations: Migration[] = [
@@ -20,4 +21,5 @@ export const shardMigrations: Migration[] = [
   eventIdRetention,
   validityBoundaries,
   reportOrderInMemory,
+  countsKept,
 ];
