@@ -66,6 +66,13 @@ interface HistoryRow {
 /** Most positions (current location and open visit of an asset) kept in memory per shard; about 150 bytes each. */
 const MAX_POSITIONS = 1_000_000;
 
+/**
+ * Most resolved tags kept per shard. Above MAX_POSITIONS: a cache that starts over when full must not
+ * fill on a shard's own tags (at 1,000,000 assets, one per asset, a cap of 1,000,000 emptied it once
+ * every asset had been read, and every read went back to SQLite).
+ */
+const MAX_CACHED_TAGS = 2 * MAX_POSITIONS;
+
 const UNKNOWN = 0;
 const LOCATION_TAG = -1;
 
@@ -209,7 +216,8 @@ class ScanStore {
         out.push(this.applyOne(item, resolved, offset, options, touched, appliedSeqs));
         offset += item.scan.reads.length;
       }
-      for (const p of touched.values()) {
+      // In asset-id order: consecutive rows share b-tree pages, which each statement then finds in cache.
+      for (const p of [...touched.values()].sort((a, b) => a.assetId - b.assetId)) {
         const before = p.stored ? this.positions.get(p.assetId) : undefined;
         if (
           before != null &&
@@ -344,7 +352,7 @@ class ScanStore {
         else if (row !== undefined && row.location_id !== null) assetId = LOCATION_TAG;
         const key = `${orgId}\u0001${tagType}\u0001${value}`;
         found.set(key, assetId);
-        remember(assetId === UNKNOWN ? this.tagMisses : this.tagHits, key, assetId, 1_000_000);
+        remember(assetId === UNKNOWN ? this.tagMisses : this.tagHits, key, assetId, MAX_CACHED_TAGS);
       }
     }
     const unplaced = new Set<number>();
