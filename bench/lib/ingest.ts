@@ -39,10 +39,16 @@ export async function waitVisible(ctx: BenchContext, asset: number, observedAt: 
 
 export const SCAN_OPERATIONS = ['GET /api/v1/reports/asset-locations', 'GET /api/v1/assets/{asset_id}/history'];
 
-/** The field workload from where the seeded history left the assets. */
-export function fieldPlan(ctx: BenchContext, readsPerMessage: number, messages: number, eventPrefix: string): ScanPlan {
+/** The field workload from where the seeded history left the assets ('revisit': every asset read once where it is). */
+export function fieldPlan(
+  ctx: BenchContext,
+  readsPerMessage: number,
+  messages: number,
+  eventPrefix: string,
+  mode: 'field' | 'revisit' = 'field',
+): ScanPlan {
   return {
-    mode: 'field',
+    mode,
     orgId: ctx.dataset.orgId,
     assets: ctx.dataset.assets,
     locations: ctx.dataset.scanLocations.map((l) => l.external_key),

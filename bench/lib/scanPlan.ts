@@ -9,7 +9,9 @@ export type ScanMode =
   /** Every read moves its asset to another location (history seeding: one history row per read). */
   | 'moves'
   /** The field workload: 95% re-reads of parked tags at their location, 5% moves. */
-  | 'field';
+  | 'field'
+  /** Every asset read once where it is parked (one message per group of a location): opens its visits "now". */
+  | 'revisit';
 
 export interface ScanPlan {
   mode: ScanMode;
@@ -70,6 +72,11 @@ export class ScanGenerator {
   }
 
   get done(): boolean {
+    if (this.plan.mode === 'revisit') {
+      // Counted on the first call (the generator body runs on its first next()).
+      if (this.index === 0) return this.parked.every((here) => here.length === 0);
+      return this.revisitsLeft <= 0;
+    }
     return this.index >= this.plan.messages;
   }
 
@@ -82,9 +89,9 @@ export class ScanGenerator {
     // (wall-clock times) then arrived as late scans, a slower path than the field workload's.
     if (observedAt < this.lastObserved) observedAt = this.lastObserved;
     this.lastObserved = observedAt;
-    const offsets = plan.mode === 'moves' ? this.movesBatch() : this.fieldBatch();
+    const offsets = plan.mode === 'moves' ? this.movesBatch() : plan.mode === 'revisit' ? this.revisitBatch() : this.fieldBatch();
     const first = offsets[0]!; // a batch holds at least one read
-    const location = plan.mode === 'moves' ? this.at[first]! : this.fieldLocation;
+    const location = plan.mode === 'field' ? this.fieldLocation : this.at[first]!;
     const eventId = `${plan.eventPrefix}-${i}`;
     const body = JSON.stringify({
       event_id: eventId,
@@ -120,6 +127,23 @@ export class ScanGenerator {
     const { where, batch } = this.moves.next().value as { where: number; batch: number[] };
     for (const a of batch) this.at[a] = where;
     return batch;
+  }
+
+  /** Revisit plans: the groups still to send (every parked asset once, a location's together). */
+  private revisitsLeft = 0;
+  private readonly revisits = this.revisitGroups();
+  private *revisitGroups(): Generator<number[]> {
+    const step = this.plan.readsPerMessage;
+    this.revisitsLeft = this.parked.reduce((n, here) => n + Math.ceil(here.length / step), 0);
+    for (const here of this.parked) {
+      for (let i = 0; i < here.length; i += step) yield here.slice(i, i + step);
+    }
+  }
+
+  private revisitBatch(): number[] {
+    const group = this.revisits.next().value as number[];
+    this.revisitsLeft--;
+    return group;
   }
 
   private fieldLocation = 0;

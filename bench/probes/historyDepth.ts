@@ -27,10 +27,15 @@ const writer = openDatabase(file);
 const insert = writer.prepare(
   'INSERT INTO scan_history (asset_id, event_observed_at, id, location_id, last_seen_at, read_count) VALUES (?, ?, ?, ?, ?, ?)',
 );
+// The position the scan writer keeps beside the visits (the open one, and the count of them).
+const position = writer.prepare(`INSERT INTO scan_positions (asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at,
+  visit_read_count, visit_count) VALUES (?, 1, ?, ?, ?, ?, 3, ?)`);
 writer.transaction(() => {
   // Neighbours on both sides, so that the asset's range sits inside a bigger table.
   for (const asset of [ASSET - 1, ASSET, ASSET + 1]) {
     for (let v = 0; v < VISITS; v++) insert.run(asset, BASE + v * 60_000, asset * VISITS + v, 1 + (v % 10), BASE + v * 60_000 + 30_000, 3);
+    const last = VISITS - 1;
+    position.run(asset, 1 + (last % 10), BASE + last * 60_000 + 30_000, asset * VISITS + last, BASE + last * 60_000, VISITS);
   }
 })();
 writer.close();

@@ -10,6 +10,7 @@ import * as validityBoundaries from './008_validity_boundaries.js';
 import * as reportOrderInMemory from './009_report_order_in_memory.js';
 import * as eventLog from './010_event_log.js';
 import * as bulkJobs from './011_bulk_jobs.js';
+import * as countsKept from './012_counts_kept.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
 export const shardMigrations: Migration[] = [
@@ -24,4 +25,5 @@ export const shardMigrations: Migration[] = [
   reportOrderInMemory,
   eventLog,
   bulkJobs,
+  countsKept,
 ];

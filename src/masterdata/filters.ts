@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { pagingParams, type QuerySpec, type SortTerm } from '../http/query.js';
 import type { Shard } from '../shards/shard.js';
+import { keptListCount } from './liveCounts.js';
 import { TableMemo } from './tableMemo.js';
 import { applyLiveness, likePattern, runList, type Page, type SortColumns } from './list.js';
 import type { KeyedTable } from './keys.js';
@@ -136,7 +137,13 @@ export function masterPage<Row extends MasterRow, View>(
     select: [`${alias}.id`],
     // Soft-deleted rows' validity boundaries are not tracked (TableMemo): include_deleted lists count each time.
     count: (compute) =>
-      filters.include_deleted === true ? compute() : counts.get(`${options.orgId} ${JSON.stringify(filters)}`, options.now, compute),
+      filters.include_deleted === true
+        ? compute()
+        : counts.get(
+            `${options.orgId} ${JSON.stringify(filters)}`,
+            options.now,
+            () => keptListCount(shard, options.table, options.orgId, filters, options.now) ?? compute(),
+          ),
     pageBase: (total) => (shortWalk(total) ? build('exists') : base),
   });
   if (page.length === 0) return { data: [], limit: limit as number, offset: offset as number, total_count: total };

@@ -49,6 +49,8 @@ interface Position {
   visitId: number;
   visitStartedAt: number;
   visitReadCount: number;
+  /** The asset's visits (its scan_history rows): history's total_count without counting them. */
+  visitCount: number;
   /** Whether its scan_positions row exists (insert copies the asset's liveness; update does not touch it). */
   stored: boolean;
 }
@@ -65,8 +67,17 @@ interface HistoryRow {
 /** Most positions (current location and open visit of an asset) kept in memory per shard; about 150 bytes each. */
 const MAX_POSITIONS = 1_000_000;
 
+/**
+ * Most resolved tags kept per shard. Above MAX_POSITIONS: a cache that starts over when full must not
+ * fill on a shard's own tags (at 1,000,000 assets, one per asset, a cap of 1,000,000 emptied it once
+ * every asset had been read, and every read went back to SQLite).
+ */
+const MAX_CACHED_TAGS = 2 * MAX_POSITIONS;
+
 const UNKNOWN = 0;
 const LOCATION_TAG = -1;
+
+const POSITION_COLUMNS = 'asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count, visit_count';
 
 /** The statements of the scan writer, prepared once on the shard's writer connection. */
 function prepareStatements(db: Db) {
@@ -87,19 +98,21 @@ function prepareStatements(db: Db) {
                              AND t.deleted_at IS NULL AND l.deleted_at IS NULL ORDER BY l.id LIMIT 1`).pluck(),
     event: p('INSERT OR IGNORE INTO scan_events (org_id, event_id, seen_at) VALUES (?, ?, ?)'),
     pruneEvents: p('DELETE FROM scan_events WHERE seen_at < ?'),
-    position: p(
-      'SELECT asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count FROM scan_positions WHERE asset_id = ?',
-    ),
-    positions: p(`SELECT asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count FROM scan_positions
-                  WHERE asset_id IN (SELECT value FROM json_each(?))`),
+    position: p(`SELECT ${POSITION_COLUMNS} FROM scan_positions WHERE asset_id = ?`),
+    positions: p(`SELECT ${POSITION_COLUMNS} FROM scan_positions WHERE asset_id IN (SELECT value FROM json_each(?))`),
     insertPosition:
       p(`INSERT INTO scan_positions (asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count,
-                         asset_deleted_at, asset_valid_from, asset_valid_to)
-                       SELECT ?, ?, ?, ?, ?, ?, ?, a.deleted_at, a.valid_from, a.valid_to FROM assets a WHERE a.id = ?`),
-    updatePosition: p(`UPDATE scan_positions SET location_id = ?, last_seen_at = ?, visit_id = ?, visit_started_at = ?, visit_read_count = ?
-                       WHERE asset_id = ?`),
-    // A re-read names only the columns it changes: SQLite then leaves the location index alone.
-    extendPosition: p('UPDATE scan_positions SET last_seen_at = ?, visit_read_count = ? WHERE asset_id = ?'),
+                         visit_count, asset_deleted_at, asset_valid_from, asset_valid_to)
+                       SELECT ?, ?, ?, ?, ?, ?, ?, ?, a.deleted_at, a.valid_from, a.valid_to FROM assets a WHERE a.id = ?`),
+    updatePosition:
+      p(`UPDATE scan_positions SET location_id = ?, last_seen_at = ?, visit_id = ?, visit_started_at = ?, visit_read_count = ?,
+                       visit_count = ? WHERE asset_id = ?`),
+    // A re-read, or a new visit at the same place, names only the columns it changes: SQLite then
+    // leaves the location index alone (naming location_id rewrites its entry even when unchanged).
+    extendPosition: p('UPDATE scan_positions SET last_seen_at = ?, visit_read_count = ?, visit_count = ? WHERE asset_id = ?'),
+    revisitPosition:
+      p(`UPDATE scan_positions SET last_seen_at = ?, visit_id = ?, visit_started_at = ?, visit_read_count = ?, visit_count = ?
+                        WHERE asset_id = ?`),
     insertVisit: p(
       'INSERT INTO scan_history (asset_id, event_observed_at, id, location_id, last_seen_at, read_count) VALUES (?, ?, ?, ?, ?, ?)',
     ),
@@ -205,7 +218,8 @@ class ScanStore {
         out.push(this.applyOne(item, resolved, offset, options, touched, appliedSeqs));
         offset += item.scan.reads.length;
       }
-      for (const p of touched.values()) {
+      // In asset-id order: consecutive rows share b-tree pages, which each statement then finds in cache.
+      for (const p of [...touched.values()].sort((a, b) => a.assetId - b.assetId)) {
         const before = p.stored ? this.positions.get(p.assetId) : undefined;
         if (
           before != null &&
@@ -213,8 +227,11 @@ class ScanStore {
           before.visitId === p.visitId &&
           before.visitStartedAt === p.visitStartedAt
         )
-          this.s.extendPosition.run(p.lastSeenAt, p.visitReadCount, p.assetId);
-        else if (p.stored) this.s.updatePosition.run(p.locationId, p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount, p.assetId);
+          this.s.extendPosition.run(p.lastSeenAt, p.visitReadCount, p.visitCount, p.assetId);
+        else if (before != null && before.locationId === p.locationId)
+          this.s.revisitPosition.run(p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount, p.visitCount, p.assetId);
+        else if (p.stored)
+          this.s.updatePosition.run(p.locationId, p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount, p.visitCount, p.assetId);
         else
           this.s.insertPosition.run(
             p.assetId,
@@ -224,6 +241,7 @@ class ScanStore {
             p.visitId,
             p.visitStartedAt,
             p.visitReadCount,
+            p.visitCount,
             p.assetId,
           );
       }
@@ -336,7 +354,7 @@ class ScanStore {
         else if (row !== undefined && row.location_id !== null) assetId = LOCATION_TAG;
         const key = `${orgId}\u0001${tagType}\u0001${value}`;
         found.set(key, assetId);
-        remember(assetId === UNKNOWN ? this.tagMisses : this.tagHits, key, assetId, 1_000_000);
+        remember(assetId === UNKNOWN ? this.tagMisses : this.tagHits, key, assetId, MAX_CACHED_TAGS);
       }
     }
     const unplaced = new Set<number>();
@@ -433,6 +451,7 @@ class ScanStore {
           visitId,
           visitStartedAt: t,
           visitReadCount: 1,
+          visitCount: 1,
           stored: false,
         });
         return;
@@ -446,6 +465,7 @@ class ScanStore {
         // A new visit at the same place (past the gap) is no move.
         if (p!.locationId !== locationId) this.events.moved(scan.orgId, assetId, p!.locationId, locationId, t);
         p!.visitId = this.insertVisit(assetId, locationId, t);
+        p!.visitCount++;
         p!.locationId = locationId;
         p!.lastSeenAt = t;
         p!.visitStartedAt = t;
@@ -461,7 +481,10 @@ class ScanStore {
           before === undefined ? undefined : { id: before.id, locationId: before.location_id, lastSeenAt: before.last_seen_at };
         if (extendsEarlier(earlier, p!.visitId, t, locationId, gapMs))
           this.s.extendVisit.run(t, assetId, before!.event_observed_at, before!.id);
-        else this.insertVisit(assetId, locationId, t);
+        else {
+          this.insertVisit(assetId, locationId, t);
+          p!.visitCount++;
+        }
         return;
       }
     }
@@ -477,6 +500,7 @@ interface PositionRow {
   visit_id: number;
   visit_started_at: number;
   visit_read_count: number;
+  visit_count: number;
 }
 
 function positionOf(row: PositionRow): Position {
@@ -488,6 +512,7 @@ function positionOf(row: PositionRow): Position {
     visitId: row.visit_id,
     visitStartedAt: row.visit_started_at,
     visitReadCount: row.visit_read_count,
+    visitCount: row.visit_count,
     stored: true,
   };
 }

@@ -32,6 +32,7 @@ interface OpenVisit {
   visit_id: number;
   last_seen_at: number;
   visit_read_count: number;
+  visit_count: number;
 }
 
 /** True when the asset exists in the org and is not soft-deleted (the by-id rule). */
@@ -44,10 +45,19 @@ export function assetExists(shard: Shard, orgId: number, assetId: number): boole
 /**
  * One asset's visits: a range read of scan_history's primary key (asset_id, event_observed_at, id)
  * with the location joined (visits with equal event_observed_at in id order, in the sort's
- * direction); the open visit's running figures come from scan_positions, and the page's location
- * tags from one IN query.
+ * direction), from whichever end of the range is nearer the page; the open visit's running figures
+ * and, without a time filter, the count of visits come from scan_positions (the writer keeps
+ * visit_count with the rows it inserts), and the page's location tags from one IN query.
  */
 export function assetHistory(shard: Shard, assetId: number, f: HistoryFilters, now: number): Page<HistoryEvent> {
+  // One read transaction: the count, the open visit and the rows come from one snapshot.
+  return shard.reader.transaction(() => historyPage(shard, assetId, f, now))();
+}
+
+function historyPage(shard: Shard, assetId: number, f: HistoryFilters, now: number): Page<HistoryEvent> {
+  const open = shard.readerStatements
+    .get('SELECT visit_id, last_seen_at, visit_read_count, visit_count FROM scan_positions WHERE asset_id = ?')
+    .get(assetId) as OpenVisit | undefined;
   const base = sqlBuilder('scan_history as h').leftJoin('locations as l', 'l.id', 'h.location_id').where('h.asset_id', assetId);
   if (f.from !== undefined) base.where('h.event_observed_at', '>=', f.from);
   if (f.to !== undefined) base.where('h.event_observed_at', '<=', f.to);
@@ -56,6 +66,8 @@ export function assetHistory(shard: Shard, assetId: number, f: HistoryFilters, n
     columns: { event_observed_at: 'h.event_observed_at' },
     idColumn: 'h.id',
     tiebreak: 'follow',
+    count: f.from === undefined && f.to === undefined ? () => open?.visit_count ?? 0 : undefined,
+    fromNearerEnd: true,
     limit: f.limit,
     offset: f.offset,
     select: [
@@ -75,9 +87,6 @@ export function assetHistory(shard: Shard, assetId: number, f: HistoryFilters, n
       ]) as unknown as string,
     ],
   });
-  const open = shard.readerStatements
-    .get('SELECT visit_id, last_seen_at, visit_read_count FROM scan_positions WHERE asset_id = ?')
-    .get(assetId) as OpenVisit | undefined;
   const tagsByLocation = new Map<number, TagView[]>();
   const locationIds = [...new Set(rows.filter((r) => r.l_effective === 1).map((r) => r.location_id))];
   if (locationIds.length > 0) {

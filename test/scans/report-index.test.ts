@@ -1,5 +1,6 @@
 import t from 'tap';
 import { type AssetsClient, assetsClient } from '../helpers/assets.js';
+import { rng } from '../helpers/random.js';
 import { consumerReaches, drained, natsClient, publish, scanBody } from '../helpers/scans.js';
 import { eventually, spawnTrackd, startNats, startTrackd, testClock } from '../helpers/trackd.js';
 
@@ -24,14 +25,6 @@ interface ModelAsset {
 }
 
 const PAGE = 7;
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
 
 /** The report's default order: last seen first, ties by id descending. */
 const reportOrder = (x: { id: number; lastSeen?: number }, y: { id: number; lastSeen?: number }) =>
