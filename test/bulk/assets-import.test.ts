@@ -266,6 +266,7 @@ t.test('assets import', async (t) => {
     t.teardown(() => jobs.close());
     const running = await eventually(
       () => jobs.prepare("SELECT job_id FROM bulk_jobs WHERE status = 'processing'").pluck().get() as string | undefined,
+      20_000,
     );
     const second = await postImport(trackd, token, 'assets', 'external_key,name\nRUN-2,Second\n');
     t.equal(second.status, 409);
