@@ -101,7 +101,11 @@ export async function masterData(trackd: Trackd, token: string, tag: string) {
   const imports = [
     ['assets', 'mode=upsert', `external_key,name,tags\n${tag}-BULK-1,Bulk 1,rfid:${tag}-BT1\n${tag}-ASSET-0,Asset 0 renamed,\n`],
     ['assets', 'dry_run=true', `name\nDry\n`],
-    ['locations', 'mode=create', `external_key,name,parent_external_key\n${tag}-LB-CHILD,Child,${tag}-LB-ROOT\n${tag}-LB-ROOT,Root,${tag}-SITE\n`],
+    [
+      'locations',
+      'mode=create',
+      `external_key,name,parent_external_key\n${tag}-LB-CHILD,Child,${tag}-LB-ROOT\n${tag}-LB-ROOT,Root,${tag}-SITE\n`,
+    ],
   ];
   for (const [kind, query, body] of imports as ['assets' | 'locations', string, string][]) {
     const res = await trackd.http('POST', `/api/v1/${kind}/bulk?${query}`, csv(body));

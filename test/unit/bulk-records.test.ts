@@ -24,15 +24,43 @@ function splitCsv(text: string, cuts: number[]): { fields: string[]; unterminate
 }
 
 const CSV_CASES: [string, string, string[][]][] = [
-  ['plain, LF', 'a,b\nc,d\n', [['a', 'b'], ['c', 'd']]],
-  ['CRLF', 'a,b\r\nc,d\r\n', [['a', 'b'], ['c', 'd']]],
-  ['no final newline', 'a,b\nc,d', [['a', 'b'], ['c', 'd']]],
+  [
+    'plain, LF',
+    'a,b\nc,d\n',
+    [
+      ['a', 'b'],
+      ['c', 'd'],
+    ],
+  ],
+  [
+    'CRLF',
+    'a,b\r\nc,d\r\n',
+    [
+      ['a', 'b'],
+      ['c', 'd'],
+    ],
+  ],
+  [
+    'no final newline',
+    'a,b\nc,d',
+    [
+      ['a', 'b'],
+      ['c', 'd'],
+    ],
+  ],
   ['empty cells', ',b,\n', [['', 'b', '']]],
   ['quoted comma and newline', '"a,1","b\nc"\n', [['a,1', 'b\nc']]],
   ['escaped quotes', '"say ""hi""",x\n', [['say "hi"', 'x']]],
   ['a quote inside an unquoted cell stays', 'a"b,c\n', [['a"b', 'c']]],
   ['only quotes', '"",""""\n', [['', '"']]],
-  ['multi-byte', 'é,日本\n€,😀\n', [['é', '日本'], ['€', '😀']]],
+  [
+    'multi-byte',
+    'é,日本\n€,😀\n',
+    [
+      ['é', '日本'],
+      ['€', '😀'],
+    ],
+  ],
   ['blank line', 'a\n\nb\n', [['a'], [''], ['b']]],
 ];
 
@@ -49,7 +77,10 @@ t.test('CSV records are the same at every chunk boundary', async (t) => {
       if (JSON.stringify(got) !== JSON.stringify(expected)) t.same(got, expected, `${name}: cut at byte ${cut}`);
     }
     t.same(
-      splitCsv(text, Array.from({ length: length - 1 }, (_, i) => i + 1)).map((r) => r.fields),
+      splitCsv(
+        text,
+        Array.from({ length: length - 1 }, (_, i) => i + 1),
+      ).map((r) => r.fields),
       expected,
       `${name}: one byte at a time`,
     );
