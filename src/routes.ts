@@ -2,7 +2,10 @@ import type { Route } from './http/route.js';
 import { assetRoutes } from './assets/routes.js';
 import { assetBatchCommand } from './bulk/assetRows.js';
 import { locationBatchCommand } from './bulk/locationRows.js';
-import { bulkRoutes } from './bulk/routes.js';
+import { bulkRoutes, exportRoutes } from './bulk/routes.js';
+import { listQuery as locationListQuery } from './locations/schemas.js';
+import { masterListParams } from './masterdata/filters.js';
+import { reportQuery } from './scans/routes.js';
 import { locationRoutes } from './locations/routes.js';
 import { opsRoutes } from './ops/routes.js';
 import { orgRoutes } from './orgs/routes.js';
@@ -24,6 +27,11 @@ export function allRoutes(services: Services, sessions?: SessionAuth): Route[] {
     ...bulkRoutes('locations', locationBatchCommand, ['locations:write']),
     ...scanRoutes(),
     ...eventRoutes(),
+    ...exportRoutes({
+      assets: masterListParams(['external_key'], 'external_key'),
+      locations: locationListQuery,
+      report: reportQuery,
+    }),
   ];
   const console = sessions === undefined ? [] : [...staticRoutes(), ...consoleRoutes(services, sessions), ...mirroredReads(api)];
   return [...api, ...opsRoutes(services, () => api), ...console];

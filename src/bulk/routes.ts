@@ -4,6 +4,8 @@ import type { QuerySpec } from '../http/query.js';
 import { Nullable, Timestamp } from '../masterdata/fields.js';
 import type { ShardCommand } from '../shards/commands.js';
 import type { BatchArgs } from './batch.js';
+import { checkPairedFilters, type ReportFilters } from '../scans/reportQuery.js';
+import { exportAssets, exportLocations, exportReport } from './export.js';
 import { FORMATS, startImport } from './importer.js';
 import { getJob, type BatchOutcome, type BulkKind } from './jobs.js';
 import { BULK_LIMITS } from './limits.js';
@@ -126,5 +128,95 @@ export function bulkRoutes(kind: BulkKind, command: ShardCommand<BatchArgs, Batc
       responses: { 200: { description: 'The job', schema: Type.Object({ data: BulkJob }, { 'x-component': 'BulkJobResponse' }) } },
       handler: (ctx) => ({ status: 200, body: { data: getJob(ctx.shard, ctx.principal.orgId, kind, ctx.textParams.job_id!) } }),
     },
+  ];
+}
+
+const ExportBody = Type.String({
+  'x-component': 'ExportBody',
+  description:
+    'NDJSON (application/x-ndjson, the default): one list item per line. CSV (Accept: text/csv): a header row, then one row per item; the asset and location exports use the import columns, so an exported file imports back (mode=upsert) as a no-op.',
+});
+
+const EXPORT_HEADERS = {
+  'Trackd-Export-As-Of': {
+    description: 'The instant the currently-effective rule was judged at (the export is one read transaction).',
+    schema: Type.String(),
+  },
+  'Trackd-Event-Sequence': {
+    description: 'The event-log sequence the export reflects (absent until the event log exists).',
+    schema: Type.String(),
+  },
+};
+
+/** The list parameters of an export: the filters, without paging or sort (rows come by id). */
+function exportQuery(list: QuerySpec): QuerySpec {
+  const { limit: _limit, offset: _offset, sort: _sort, ...filters } = list;
+  return filters;
+}
+
+function exportRoute(
+  path: string,
+  operationId: string,
+  tag: string,
+  scopes: string[],
+  query: QuerySpec,
+  summary: string,
+  handler: Route['handler'],
+): Route {
+  return {
+    method: 'GET',
+    path,
+    operationId,
+    summary,
+    tag,
+    scopes,
+    query: exportQuery(query),
+    responses: {
+      200: {
+        description: 'Every matching row, streamed (chunked), from one point in time',
+        streamed: { mediaTypes: ['application/x-ndjson', 'text/csv'], schema: ExportBody },
+        headers: EXPORT_HEADERS,
+      },
+    },
+    handler,
+  };
+}
+
+/** GET /api/v1/assets/export, /locations/export and /reports/asset-locations/export. */
+export function exportRoutes(lists: { assets: QuerySpec; locations: QuerySpec; report: QuerySpec }): Route[] {
+  return [
+    exportRoute(
+      '/api/v1/assets/export',
+      'exportAssets',
+      'Assets',
+      ['assets:read'],
+      lists.assets,
+      'Every asset the list filters select, as NDJSON or CSV (Accept)',
+      (ctx) => exportAssets(ctx.shard, ctx.principal.orgId, ctx.query, ctx.headers.accept, ctx.now),
+    ),
+    exportRoute(
+      '/api/v1/locations/export',
+      'exportLocations',
+      'Locations',
+      ['locations:read'],
+      lists.locations,
+      'Every location the list filters select, as NDJSON or CSV (Accept)',
+      (ctx) => {
+        checkPairedFilters(ctx.query, [['parent_id', 'parent_external_key']]);
+        return exportLocations(ctx.shard, ctx.principal.orgId, ctx.query, ctx.headers.accept, ctx.now);
+      },
+    ),
+    exportRoute(
+      '/api/v1/reports/asset-locations/export',
+      'exportAssetLocations',
+      'Tracking',
+      ['tracking:read'],
+      lists.report,
+      'The current location of every scanned asset the report filters select, as NDJSON or CSV (Accept)',
+      (ctx) => {
+        checkPairedFilters(ctx.query);
+        return exportReport(ctx.shard, ctx.principal.orgId, ctx.query as unknown as ReportFilters, ctx.headers.accept, ctx.now);
+      },
+    ),
   ];
 }

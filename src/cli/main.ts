@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig } from '../config.js';
-import { COMMANDS, runCommand } from './commands.js';
+import { commandOf, runCommand } from './commands.js';
 import { CliError } from './common.js';
 
 const USAGE = `usage: trackd <command>
@@ -10,7 +10,9 @@ const USAGE = `usage: trackd <command>
   sessions create --org ID --user NAME
   users create --org ID [--org ID ...] --email EMAIL   (password: prompt, or the first line of stdin)
   scans publish --org ID --location KEY --tag TYPE:VALUE [--tag ...] [--observed-at RFC3339] [--source fixed|handheld]
-  readers replay FILE --org ID [--rate N]`;
+  readers replay FILE --org ID [--rate N]
+  import FILE --org ID --kind assets|locations [--mode create|upsert] [--dry-run] [--atomic] [--format csv|ndjson]
+  export --org ID --kind assets|locations|report --out FILE [--format ndjson|csv]`;
 
 function fail(message: string): never {
   process.stderr.write(`trackd: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
@@ -38,7 +40,7 @@ async function runServe(): Promise<void> {
 
 async function main(argv: string[]): Promise<void> {
   if (argv[0] === 'serve') return runServe();
-  if (COMMANDS[`${argv[0] ?? ''} ${argv[1] ?? ''}`] === undefined) {
+  if (commandOf(argv) === undefined) {
     fail(argv.length === 0 ? USAGE : `unknown command "${argv.slice(0, 2).join(' ')}"\n${USAGE}`);
   }
   const result = await runCommand(argv, () => loadConfig());

@@ -69,6 +69,8 @@ export interface Reply {
 export interface ResponseSpec {
   description: string;
   schema?: TSchema;
+  /** Media types of a streamed body (exports), each a document of text: instead of `schema`'s JSON. */
+  streamed?: { mediaTypes: readonly string[]; schema: TSchema };
   headers?: Record<string, { description: string; schema: TSchema }>;
 }
 

@@ -402,9 +402,11 @@ export class HttpServer {
     // An upload answered before its end: the rest of its body would be read as the next request.
     if (p.upload !== undefined && !p.upload.complete) closeConnection = true;
     p.upload?.close();
-    if (reply.stream !== undefined && !isHead) {
-      this.sendStream(p, reply, reply.stream, closeConnection);
-      return;
+    if (reply.stream !== undefined) {
+      if (!isHead) return this.sendStream(p, reply, reply.stream, closeConnection);
+      // HEAD: the headers of the GET; the body (whose length nobody knows before it is written) is not read.
+      reply.stream.close();
+      reply = { ...reply, stream: undefined, text: '' };
     }
     const text = reply.text ?? (reply.body === undefined ? undefined : JSON.stringify(reply.body));
     const res = p.res;

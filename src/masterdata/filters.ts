@@ -8,6 +8,7 @@ import type { KeyedTable } from './keys.js';
 import { tagsJsonColumn, type TagOwner } from './tags.js';
 import { masterColumns, type MasterRow } from './view.js';
 import { shardState } from '../shards/state.js';
+import type { Db } from '../storage/sqlite.js';
 
 /** The list parameters shared by GET /assets and GET /locations. */
 export function masterListParams(sortFields: readonly string[], defaultSort: string): QuerySpec {
@@ -45,11 +46,14 @@ export function substringMatch(text: string): { sql: (column: string) => string;
   return { sql: (column) => `instr(${LOWER_FUNCTION}(${column}), ?) > 0`, value: text.toLowerCase() };
 }
 
+/** Registers the lower function `substringMatch` may name on a connection. */
+export function addLowerFunction(db: Db): void {
+  db.function(LOWER_FUNCTION, { deterministic: true }, (value: unknown) => (typeof value === 'string' ? value.toLowerCase() : value));
+}
+
 /** Registers the lower function on the shard's read connection of this thread, once. */
 export const registerLowerFunction = shardState((shard: Shard): true => {
-  shard.reader.function(LOWER_FUNCTION, { deterministic: true }, (value: unknown) =>
-    typeof value === 'string' ? value.toLowerCase() : value,
-  );
+  addLowerFunction(shard.reader);
   return true;
 });
 

@@ -285,6 +285,10 @@ export function buildOpenApiDocument(routes: Route[]): Json {
           (r.headers as Json)[h] = { description: def.description, schema: toOpenApiSchema(def.schema) };
       }
       if (spec.schema) r.content = { 'application/json': { schema: openResponseSchema(toOpenApiSchema(spec.schema, responses_)) } };
+      if (spec.streamed) {
+        const schema = toOpenApiSchema(spec.streamed.schema, responses_);
+        r.content = Object.fromEntries(spec.streamed.mediaTypes.map((type) => [type, { schema }]));
+      }
       responses[status] = r;
     }
     for (const status of errorStatusesFor(route)) {

@@ -24,7 +24,7 @@ const ReportPage = Type.Object(
 
 const TRACKING_READ = ['tracking:read'];
 
-const reportQuery: QuerySpec = {
+export const reportQuery: QuerySpec = {
   ...pagingParams(['asset_last_seen', 'asset_external_key', 'location_external_key'], '-asset_last_seen'),
   location_id: { kind: 'id', repeatable: true, description: 'Current location id (repeatable: any of).' },
   location_external_key: {

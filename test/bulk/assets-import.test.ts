@@ -176,6 +176,14 @@ t.test('assets import', async (t) => {
       "the row's tags replace the asset's: the one it no longer lists is detached",
     );
     t.equal(await assetByKey('U-3'), undefined, 'the failed row created nothing');
+    const steal = ndjson([{ external_key: 'U-2', name: 'Two', tags: [{ tag_type: 'rfid', value: 'U-T1' }] }]);
+    const stolen = await runImport(trackd, token, 'assets', steal, { format: 'ndjson', query: 'mode=upsert' });
+    t.same(pairs(stolen.errors), [[1, 'tags[0]', 'conflict']], 'an existing asset cannot take a tag another one holds');
+    t.same(
+      (await assetByKey('U-1')).tags.map((x: any) => x.value),
+      ['U-T1'],
+      'the tag stays where it was',
+    );
   });
 
   await t.test('dry run: judged against the data, counted, nothing written', async (t) => {
@@ -266,6 +274,7 @@ t.test('assets import', async (t) => {
     t.teardown(() => jobs.close());
     const running = await eventually(
       () => jobs.prepare("SELECT job_id FROM bulk_jobs WHERE status = 'processing'").pluck().get() as string | undefined,
+      20_000,
     );
     const second = await postImport(trackd, token, 'assets', 'external_key,name\nRUN-2,Second\n');
     t.equal(second.status, 409);

@@ -165,6 +165,21 @@ t.test('every operation through the typed client', async (t) => {
   });
   t.equal(ok('GET /api/v1/locations/bulk/{job_id}', locationStatus, 200).data.created, 1);
 
+  const text = { parseAs: 'text' as const };
+  const assetsExport = ok(
+    'GET /api/v1/assets/export',
+    await api.GET('/api/v1/assets/export', { params: { query: { q: 'bulk' } }, ...text }),
+    200,
+  );
+  t.equal(JSON.parse(assetsExport.trim()).external_key, 'BULK-1', 'the export through the client');
+  ok('GET /api/v1/locations/export', await api.GET('/api/v1/locations/export', text), 200);
+  const reportCsv = ok(
+    'GET /api/v1/reports/asset-locations/export',
+    await api.GET('/api/v1/reports/asset-locations/export', { headers: { Accept: 'text/csv' }, ...text }),
+    200,
+  );
+  t.equal(reportCsv.split('\n').filter((l) => l !== '').length, 2, 'a header and the one scanned asset');
+
   const invalid = await api.POST('/api/v1/assets', { body: { name: '' } });
   const error: ErrorEnvelope | undefined = invalid.error;
   t.equal(invalid.response.status, 400);

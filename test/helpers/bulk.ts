@@ -6,7 +6,7 @@ export function postImport(
   token: string,
   kind: 'assets' | 'locations',
   body: string | Buffer,
-  options: { format?: 'csv' | 'ndjson'; query?: string; headers?: Record<string, string>; viaSocket?: boolean } = {},
+  options: { format?: 'csv' | 'ndjson'; query?: string; headers?: Record<string, string>; viaSocket?: boolean; timeoutMs?: number } = {},
 ): Promise<HttpResult> {
   const contentType = (options.format ?? 'csv') === 'csv' ? 'text/csv' : 'application/x-ndjson';
   const url = `/api/v1/${kind}/bulk${options.query === undefined ? '' : `?${options.query}`}`;
@@ -40,5 +40,5 @@ export async function runImport(
 ): Promise<any> {
   const res = await postImport(trackd, token, kind, body, options);
   if (res.status !== 202) throw new Error(`import: ${res.status} ${res.text}`);
-  return settledJob(trackd, token, kind, res.json.job_id);
+  return settledJob(trackd, token, kind, res.json.job_id, options.timeoutMs);
 }

@@ -6,6 +6,7 @@
 import Database from 'better-sqlite3';
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { settledJob } from './bulk.js';
 import { drained, publish, scanBody } from './scans.js';
 import type { HttpResult, Trackd } from './trackd.js';
 
@@ -95,6 +96,23 @@ export async function masterData(trackd: Trackd, token: string, tag: string) {
   ok(await call('DELETE', `/api/v1/assets/${assets[4]!.id}/tags/${extra.id}`), 204, 'detach');
   ok(await call('POST', `/api/v1/assets/${assets[4]!.id}/tags`, { tag_type: 'ble', value: `${tag}-BLE-4` }), 201, 'attach again');
   ok(await call('DELETE', `/api/v1/assets/${assets[5]!.id}`), 204, 'delete 5');
+  // Bulk imports: batches, job bookkeeping and a dry run are recorded state changes like any other.
+  const csv = (text: string) => ({ token, body: text, contentType: 'text/csv' });
+  const imports = [
+    ['assets', 'mode=upsert', `external_key,name,tags\n${tag}-BULK-1,Bulk 1,rfid:${tag}-BT1\n${tag}-ASSET-0,Asset 0 renamed,\n`],
+    ['assets', 'dry_run=true', `name\nDry\n`],
+    [
+      'locations',
+      'mode=create',
+      `external_key,name,parent_external_key\n${tag}-LB-CHILD,Child,${tag}-LB-ROOT\n${tag}-LB-ROOT,Root,${tag}-SITE\n`,
+    ],
+  ];
+  for (const [kind, query, body] of imports as ['assets' | 'locations', string, string][]) {
+    const res = await trackd.http('POST', `/api/v1/${kind}/bulk?${query}`, csv(body));
+    if (res.status !== 202) throw new Error(`import ${kind}: ${res.status} ${res.text}`);
+    const job = await settledJob(trackd, token, kind, res.json.job_id);
+    if (job.failed_rows !== 0 || job.status !== 'completed') throw new Error(`import ${kind}: ${JSON.stringify(job)}`);
+  }
   return { dock, shelf, yard, assets, call };
 }
 
