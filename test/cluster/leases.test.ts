@@ -32,9 +32,15 @@ function startNode(t: Teardown, natsUrl: string, id: string): Node {
     rest = lines.pop()!;
     for (const line of lines) if (line.trim() !== '') events.push(JSON.parse(line));
   });
-  t.teardown(() => {
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    // SIGTERM, so that it exits by itself (and writes its coverage); SIGKILL if it does not.
+    const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGCONT');
-    child.kill('SIGKILL');
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
   });
   return { child, events, ticks: () => events.filter((e) => e.kind === 'tick') };
 }
