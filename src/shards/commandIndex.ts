@@ -4,3 +4,4 @@ import '../assets/store.js';
 import '../locations/commands.js';
 import '../masterdata/tags.js';
 import '../scans/apply.js';
+import './ownership.js';
