@@ -48,7 +48,9 @@ t.test("a new owner's first entry names its lease revision and fences the previo
   const nats = await startNats(t);
   const nc = await natsClient(t, nats.url);
   const [dirA, dirB, rebuilt] = [tempDir('trackd-owner-a-'), tempDir('trackd-owner-b-'), tempDir('trackd-owner-rebuild-')];
-  t.teardown(() => [dirA, dirB, rebuilt].forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+  t.teardown(() => {
+    for (const dir of [dirA, dirB, rebuilt]) fs.rmSync(dir, { recursive: true, force: true });
+  });
   const control = await ControlPlane.open(dirA);
   const org = control.createOrg('Owners', 1);
   control.close();
