@@ -16,7 +16,8 @@ export function seededRounds(size: DatasetSize): number {
   return Math.max(1, Math.round(size.historyRows / size.assets));
 }
 
-export async function seedHistory(ctx: BenchContext, size: DatasetSize): Promise<void> {
+/** `window`: publishes in flight (the publisher's default 2,000; fewer on a loaded machine, whose broker then acks late). */
+export async function seedHistory(ctx: BenchContext, size: DatasetSize, window?: number): Promise<void> {
   const started = performance.now();
   const rounds = seededRounds(size);
   const locations = ctx.dataset.scanLocations.map((l) => l.external_key);
@@ -34,7 +35,7 @@ export async function seedHistory(ctx: BenchContext, size: DatasetSize): Promise
     observedStepMs: stepMs,
     eventPrefix: 'seed',
   };
-  const result = await publish(ctx, plan);
+  const result = await publish(ctx, plan, { window });
   await waitVisible(ctx, result.last.asset, result.last.observedAt, 30 * 60_000);
   ctx.dataset.historyRows = size.assets * rounds;
   ctx.dataset.scannedAssets = size.assets;

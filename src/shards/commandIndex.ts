@@ -7,3 +7,4 @@ import '../locations/commands.js';
 import '../masterdata/tags.js';
 import '../scans/apply.js';
 import '../events/commands.js';
+import './ownership.js';

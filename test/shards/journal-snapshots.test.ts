@@ -47,7 +47,7 @@ async function settled(nc: NatsConnection, natsUrl: string, shard: number) {
       if (entries[0]?.seq !== snapshot.journalPosition || entries.length - 1 >= EVERY) return undefined;
       return { snapshot, entries, tail: entries.slice(1) };
     },
-    20_000,
+    60_000,
     100,
   );
 }
@@ -138,7 +138,7 @@ t.test('a node started on an empty DATA_DIR restores each shard from its snapsho
   t.ok(tail.length > 0, `shard 0 holds ${tail.length} entries after its latest snapshot`);
   await settled(nc, nats.url, 1);
   lost.process.kill('SIGKILL');
-  await eventually(() => lost.process.signalCode === 'SIGKILL', 10_000);
+  await eventually(() => lost.process.signalCode === 'SIGKILL', 30_000);
 
   const fresh = tempDir('trackd-cold-');
   t.teardown(() => fs.rmSync(fresh, { recursive: true, force: true }));
@@ -166,7 +166,7 @@ t.test('kill -9 during a snapshot: the previous snapshot stays in force, nothing
   // One entry per create, until the second snapshot kills the process halfway through its upload.
   for (let i = 0; trackd.process.signalCode === null && i < 10 * EVERY; i++)
     await trackd.request('POST', '/api/v1/assets', { token, body: { name: `Until killed ${i}` } }).catch(() => undefined);
-  await eventually(() => trackd.process.signalCode === 'SIGKILL', 20_000);
+  await eventually(() => trackd.process.signalCode === 'SIGKILL', 60_000);
   const first = await latestSnapshot({ natsUrl: nats.url, replicas: 1 }, 0);
   t.ok(first !== undefined, `the first snapshot (journal position ${first?.journalPosition}) was stored`);
   const kept = await journalEntries(nc, 0);

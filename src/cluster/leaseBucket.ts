@@ -1,0 +1,93 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import {
+  DiscardPolicy,
+  JetStreamApiCodes,
+  jetstream,
+  jetstreamManager,
+  StorageType,
+  type JetStreamClient,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
+import { isApiError } from '../scans/streams.js';
+
+/** The NATS KV bucket of shard leases and node heartbeats (docs/cluster.md, step 3). */
+export const LEASE_BUCKET = 'trackd_leases';
+const STREAM = `KV_${LEASE_BUCKET}`;
+const PREFIX = `$KV.${LEASE_BUCKET}.`;
+
+/** An update refused because the key moved past the revision it was based on. */
+export class RevisionMoved extends Error {
+  constructor(
+    readonly key: string,
+    readonly expected: number,
+  ) {
+    super(`${LEASE_BUCKET}/${key}: moved past revision ${expected}`);
+    this.name = 'RevisionMoved';
+  }
+}
+
+/**
+ * A NATS KV bucket in KV's own stream layout (`KV_<bucket>`, subjects `$KV.<bucket>.<key>`, one
+ * value per key, no TTL), written through JetStream directly since the project carries no KV
+ * client: `nats kv get trackd_leases shard.3` reads it. A key's revision is the stream sequence of
+ * its value; an update names the revision it replaces (`Nats-Expected-Last-Subject-Sequence`), so
+ * two writers racing on a key cannot both win. No TTL on purpose: on nats-server 2.9 a stream
+ * leader election takes 4 to 9 s, and a TTL shorter than that would drop every lease on each one;
+ * liveness is judged by readers from revisions that move.
+ */
+export class LeaseBucket {
+  private constructor(
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    private readonly timeoutMs: number,
+  ) {}
+
+  static async open(nc: NatsConnection, replicas: number, timeoutMs: number): Promise<LeaseBucket> {
+    const jsm = await jetstreamManager(nc);
+    try {
+      await jsm.streams.info(STREAM);
+    } catch (err) {
+      if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
+      await jsm.streams
+        .add({
+          name: STREAM,
+          subjects: [`${PREFIX}>`],
+          storage: StorageType.File,
+          num_replicas: replicas,
+          max_msgs_per_subject: 1,
+          discard: DiscardPolicy.New,
+          allow_rollup_hdrs: true,
+          deny_delete: true,
+          allow_direct: true,
+        })
+        .catch(async (added) => jsm.streams.info(STREAM).catch(() => Promise.reject(added)));
+    }
+    return new LeaseBucket(jetstream(nc), jsm, timeoutMs);
+  }
+
+  /** A key's value and revision; undefined when it was never written. */
+  async get<T>(key: string): Promise<{ value: T; revision: number } | undefined> {
+    const msg = await this.jsm.streams.getMessage(STREAM, { last_by_subj: PREFIX + key });
+    return msg === null ? undefined : { value: msg.json<T>(), revision: msg.seq };
+  }
+
+  /** Writes `value` over revision `expected` (0: the key must not exist); resolves with the new revision. */
+  async put(key: string, value: unknown, expected: number): Promise<number> {
+    try {
+      const ack = await this.js.publish(PREFIX + key, JSON.stringify(value), {
+        expect: { lastSubjectSequence: expected },
+        timeout: this.timeoutMs,
+      });
+      return ack.seq;
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.StreamWrongLastSequence)) throw new RevisionMoved(key, expected);
+      throw err;
+    }
+  }
+
+  /** The keys under `prefix` (e.g. `node.`). */
+  async keys(prefix: string): Promise<string[]> {
+    const info = await this.jsm.streams.info(STREAM, { subjects_filter: `${PREFIX}${prefix}>` });
+    return Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(PREFIX.length));
+  }
+}

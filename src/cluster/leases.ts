@@ -1,0 +1,199 @@
+import { type LeaseBucket, RevisionMoved } from './leaseBucket.js';
+import { rendezvous } from './placement.js';
+
+/** A shard lease's value: who holds it (empty: released, free to claim at once). */
+export interface Lease {
+  node: string;
+}
+
+export type LeaseEvent =
+  | { kind: 'acquired'; shard: number; epoch: number; from: string }
+  | { kind: 'lost'; shard: number; detail: string }
+  | { kind: 'released'; shard: number }
+  | { kind: 'tick'; held: number[]; live: string[] }
+  | { kind: 'error'; detail: string };
+
+export interface LeaseSettings {
+  nodeId: string;
+  shards: number;
+  /** The lease period: a lease that has not moved for this long may be taken over. */
+  leaseMs: number;
+}
+
+const shardKey = (shard: number) => `shard.${shard}`;
+const nodeKey = (node: string) => `node.${node}`;
+
+/** What this node saw of a key: its revision, and since when (this node's clock) it has not moved. */
+interface Seen {
+  revision: number;
+  since: number;
+  node: string;
+}
+
+/**
+ * This node's side of shard ownership (docs/cluster.md, step 3). Every lease period / 3 it
+ *
+ * 1. writes its heartbeat (`node.<id>`, over its own last revision);
+ * 2. renews each lease it holds (`shard.<n>` over the revision it holds). A renew refused because
+ *    the key moved means another node took the shard: the lease is lost and the shard must be
+ *    released. A renew that times out is *not* a loss (a stream leader election on 2.9 takes 4 to 9
+ *    s): the holder keeps trying, and loses only when an update is refused;
+ * 3. reads every lease and heartbeat, noting since when each revision has not moved;
+ * 4. claims a shard when it is free (never leased, or released) or its lease has not moved for a
+ *    whole period while this node's own heartbeats all succeeded since then, and this node wins
+ *    the shard's rendezvous among the live nodes (heartbeat moved within a period). The claim
+ *    updates the key over the revision it saw; the new revision is the fencing epoch.
+ *
+ * Sticky: a holder that keeps renewing keeps its shards, whoever joins. A node that restarts and
+ * finds a lease naming itself takes it back at once.
+ */
+export class LeaseManager {
+  private readonly held = new Map<number, number>();
+  private readonly seenShards = new Map<number, Seen>();
+  private readonly seenNodes = new Map<string, Seen>();
+  private heartbeat = 0;
+  /** When a heartbeat last failed (0: never): no claim relies on a period that holds a failure. */
+  private heartbeatFailedAt = 0;
+  private lastHeartbeatAt = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private ticking: Promise<void> | undefined;
+  private readonly startedAt = Date.now();
+
+  constructor(
+    private readonly bucket: LeaseBucket,
+    private readonly settings: LeaseSettings,
+    private readonly onEvent: (event: LeaseEvent) => void,
+  ) {}
+
+  start(): void {
+    const every = Math.max(50, Math.floor(this.settings.leaseMs / 3));
+    const run = () => {
+      this.ticking = this.tick().catch((err) => this.onEvent({ kind: 'error', detail: (err as Error).message }));
+      void this.ticking.finally(() => {
+        if (this.timer !== undefined) this.timer = setTimeout(run, every);
+      });
+    };
+    this.timer = setTimeout(run, 0);
+  }
+
+  /** The shards this node holds now, with their epochs. */
+  holding(): Map<number, number> {
+    return new Map(this.held);
+  }
+
+  /** Gives a shard up (fenced, or shutting down): its lease is marked free so another node claims it at once. */
+  async release(shard: number): Promise<void> {
+    const revision = this.held.get(shard);
+    if (revision === undefined) return;
+    this.held.delete(shard);
+    try {
+      await this.bucket.put(shardKey(shard), { node: '' } satisfies Lease, revision);
+    } catch {
+      // Taken already, or the broker is away: the lease then expires by not moving.
+    }
+    this.onEvent({ kind: 'released', shard });
+  }
+
+  async stop(): Promise<void> {
+    const timer = this.timer;
+    this.timer = undefined;
+    clearTimeout(timer);
+    await this.ticking;
+  }
+
+  private async tick(): Promise<void> {
+    const now = Date.now();
+    await this.beat(now);
+    await this.renew();
+    await this.observe(now);
+    await this.claim(now);
+    this.onEvent({ kind: 'tick', held: [...this.held.keys()].sort((a, b) => a - b), live: this.liveNodes(now) });
+  }
+
+  private async beat(now: number): Promise<void> {
+    const key = nodeKey(this.settings.nodeId);
+    try {
+      if (this.heartbeat === 0) this.heartbeat = (await this.bucket.get(key))?.revision ?? 0;
+      this.heartbeat = await this.bucket.put(key, { node: this.settings.nodeId, at: new Date(now).toISOString() }, this.heartbeat);
+      this.lastHeartbeatAt = now;
+    } catch (err) {
+      this.heartbeatFailedAt = now;
+      if (err instanceof RevisionMoved) this.heartbeat = 0;
+      this.onEvent({ kind: 'error', detail: `heartbeat: ${(err as Error).message}` });
+    }
+  }
+
+  private async renew(): Promise<void> {
+    for (const [shard, revision] of this.held) {
+      try {
+        const next = await this.bucket.put(shardKey(shard), { node: this.settings.nodeId } satisfies Lease, revision);
+        if (this.held.has(shard)) this.held.set(shard, next);
+      } catch (err) {
+        if (err instanceof RevisionMoved) {
+          // A renew that timed out may have been stored after all: a lease still naming this node is still its own.
+          const now = await this.bucket.get<Lease>(shardKey(shard)).catch(() => undefined);
+          if (now?.value.node === this.settings.nodeId) this.held.set(shard, now.revision);
+          else {
+            this.held.delete(shard);
+            this.onEvent({ kind: 'lost', shard, detail: `${now?.value.node || 'nobody'} holds its lease now` });
+          }
+        }
+        // Anything else (a timeout, the broker away): keep the lease and try again next tick.
+      }
+    }
+  }
+
+  private async observe(now: number): Promise<void> {
+    const note = (seen: Map<string | number, Seen>, key: string | number, revision: number, node: string) => {
+      const before = seen.get(key);
+      if (before === undefined || before.revision !== revision) seen.set(key, { revision, since: now, node });
+    };
+    for (let shard = 0; shard < this.settings.shards; shard++) {
+      if (this.held.has(shard)) continue;
+      const lease = await this.bucket.get<Lease>(shardKey(shard));
+      if (lease === undefined) this.seenShards.delete(shard);
+      else note(this.seenShards as Map<string | number, Seen>, shard, lease.revision, lease.value.node);
+    }
+    for (const key of await this.bucket.keys('node.')) {
+      const beat = await this.bucket.get<{ node: string }>(key);
+      if (beat !== undefined) note(this.seenNodes as Map<string | number, Seen>, beat.value.node, beat.revision, beat.value.node);
+    }
+  }
+
+  /** Nodes whose heartbeat moved within the last period (this one included while its own beats succeed). */
+  private liveNodes(now: number): string[] {
+    const live = new Set<string>();
+    for (const [node, seen] of this.seenNodes) if (now - seen.since < this.settings.leaseMs) live.add(node);
+    if (this.healthy(now)) live.add(this.settings.nodeId);
+    else live.delete(this.settings.nodeId);
+    return [...live].sort();
+  }
+
+  private healthy(now: number): boolean {
+    return now - this.lastHeartbeatAt < this.settings.leaseMs / 2;
+  }
+
+  private async claim(now: number): Promise<void> {
+    if (!this.healthy(now)) return;
+    const live = this.liveNodes(now);
+    for (let shard = 0; shard < this.settings.shards; shard++) {
+      if (this.held.has(shard)) continue;
+      const seen = this.seenShards.get(shard);
+      const mine = seen?.node === this.settings.nodeId && seen.since >= this.startedAt;
+      const free = seen === undefined || seen.node === '';
+      const stale = seen !== undefined && now - seen.since >= this.settings.leaseMs && this.heartbeatFailedAt < seen.since;
+      if (!mine && !free && !stale) continue;
+      // A stale holder is not a candidate: its heartbeat may still move (a node whose lease renewals fail).
+      const candidates = live.filter((node) => mine || free || node !== seen?.node);
+      if (!mine && rendezvous(shard, candidates) !== this.settings.nodeId) continue;
+      try {
+        const epoch = await this.bucket.put(shardKey(shard), { node: this.settings.nodeId } satisfies Lease, seen?.revision ?? 0);
+        this.held.set(shard, epoch);
+        this.seenShards.delete(shard);
+        this.onEvent({ kind: 'acquired', shard, epoch, from: seen?.node ?? '' });
+      } catch (err) {
+        if (!(err instanceof RevisionMoved)) this.onEvent({ kind: 'error', detail: `claim of shard ${shard}: ${(err as Error).message}` });
+      }
+    }
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * Shard ownership by lease in NATS KV (docs/cluster.md, step 3), two nodes as two processes on one
+ * nats-server: the first claims every shard; the second, started later, takes none while the first
+ * renews (sticky); the first SIGSTOPped for longer than the lease, the second takes every shard
+ * over with a newer revision (the fencing epoch) after a whole lease period and not before; the
+ * first, resumed, finds its renewals refused and loses every lease.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import t from 'tap';
+import { eventually, ROOT, startNats, type Teardown } from '../helpers/trackd.js';
+
+const SHARDS = 4;
+const LEASE_MS = 3000;
+const ALL = Array.from({ length: SHARDS }, (_, i) => i);
+
+interface Node {
+  child: ChildProcess;
+  events: any[];
+  ticks(): any[];
+}
+
+function startNode(t: Teardown, natsUrl: string, id: string): Node {
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'test', 'helpers', 'leaseNode.js')], {
+    env: { ...process.env, NATS_URL: natsUrl, NODE_ID: id, SHARDS: String(SHARDS), LEASE_MS: String(LEASE_MS) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const events: any[] = [];
+  let rest = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    const lines = (rest + chunk.toString()).split('\n');
+    rest = lines.pop()!;
+    for (const line of lines) if (line.trim() !== '') events.push(JSON.parse(line));
+  });
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    // SIGTERM, so that it exits by itself (and writes its coverage); SIGKILL if it does not.
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGCONT');
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+  });
+  return { child, events, ticks: () => events.filter((e) => e.kind === 'tick') };
+}
+
+t.test('a lease moves only when its holder stops renewing for a whole period, and the old holder then loses it', async (t) => {
+  const nats = await startNats(t);
+  const a = startNode(t, nats.url, 'node-a');
+  await eventually(() => a.ticks().at(-1)?.held.length === SHARDS, 30_000);
+  const epochsA = new Map(a.events.filter((e) => e.kind === 'acquired').map((e) => [e.shard, e.epoch]));
+  t.same([...epochsA.keys()].sort(), ALL, 'the first node claims every shard');
+
+  const b = startNode(t, nats.url, 'node-b');
+  const firstTick = await eventually(() => b.ticks()[0], 30_000);
+  await eventually(() => (b.ticks().at(-1)?.at ?? 0) >= firstTick.at + 2 * LEASE_MS, 30_000);
+  t.same(b.ticks().at(-1)?.live, ['node-a', 'node-b'], 'the second node sees both nodes live');
+  t.equal(b.events.filter((e) => e.kind === 'acquired').length, 0, 'and takes no shard over two lease periods: leases are sticky');
+  t.same(a.ticks().at(-1)?.held, ALL, 'the first node still holds every shard');
+
+  a.child.kill('SIGSTOP');
+  const stoppedAt = Date.now();
+  // Its last renewal was stored before its last tick line (which follows the renew and the reads).
+  const lastRenewal = a.ticks().at(-1)!.at;
+  await eventually(() => b.events.filter((e) => e.kind === 'acquired').length === SHARDS, 60_000);
+  const taken = b.events.filter((e) => e.kind === 'acquired');
+  t.ok(
+    taken.every((e) => e.epoch > epochsA.get(e.shard)! && e.from === 'node-a'),
+    'each shard taken over from node-a with a newer revision (its fencing epoch)',
+  );
+  const first = Math.min(...taken.map((e) => e.at));
+  t.ok(
+    first - lastRenewal >= LEASE_MS - 100,
+    `not before a whole lease period after the last renewal (${first - lastRenewal} ms, lease ${LEASE_MS} ms)`,
+  );
+  t.comment(
+    `takeover ${Math.max(...taken.map((e) => e.at)) - stoppedAt} ms after the holder stopped (lease ${LEASE_MS} ms, ticks every ${LEASE_MS / 3} ms)`,
+  );
+
+  a.child.kill('SIGCONT');
+  await eventually(() => a.events.filter((e) => e.kind === 'lost').length === SHARDS, 30_000);
+  t.pass('the first node, resumed, has every renewal refused: it loses each lease');
+  await eventually(() => a.ticks().at(-1)?.held.length === 0 && a.ticks().at(-1)?.at > stoppedAt, 30_000);
+  t.same(b.ticks().at(-1)?.held, ALL, 'the second node holds every shard');
+});
