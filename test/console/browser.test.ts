@@ -10,6 +10,10 @@ import { ALL_SCOPES, eventually, startTrackd } from '../helpers/trackd.js';
  * The console in a real browser (Debian's headless Chromium): what a person does, from the sign-in
  * form to an asset's history, against a trackd with real scans. Each view leaves a screenshot.
  */
+t.test('without Chromium the browser tests fail, naming the command that installs it', async (t) => {
+  await t.rejects(launchChromium(t, '/nonexistent/chromium'), { message: /install it with: apt-get install -y chromium$/ });
+});
+
 t.test('the console in headless Chromium', async (t) => {
   const trackd = await startTrackd(t, { env: { HTTP_THREADS: '1' } });
   const acme = await trackd.createOrg('Acme Logistics');

@@ -10,12 +10,12 @@ export const INSTALL_CHROMIUM = 'apt-get install -y chromium';
  * Debian's Chromium, headless, with a fresh profile, through playwright-core (no browser download).
  * Where it is missing the test fails, naming the one command that installs it: it never passes by skipping.
  */
-export async function launchChromium(t: Teardown): Promise<BrowserContext> {
-  if (!fs.existsSync(CHROMIUM)) throw new Error(`Chromium is missing at ${CHROMIUM}; install it with: ${INSTALL_CHROMIUM}`);
+export async function launchChromium(t: Teardown, executablePath = CHROMIUM): Promise<BrowserContext> {
+  if (!fs.existsSync(executablePath)) throw new Error(`Chromium is missing at ${executablePath}; install it with: ${INSTALL_CHROMIUM}`);
   const { chromium } = await import('playwright-core');
   const profile = tempDir('trackd-chromium-');
   const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
+    executablePath,
     headless: true,
     viewport: { width: 1280, height: 800 },
     args: [
