@@ -16,8 +16,9 @@ async function readPassword(): Promise<string> {
     for await (const chunk of stdin) chunks.push(chunk as Buffer);
     return (Buffer.concat(chunks).toString('utf8').split(/\r?\n/)[0] ?? '').trimEnd();
   }
-  process.stderr.write('password: ');
+  // Echo goes off before the prompt shows: nothing typed after the prompt can be echoed.
   stdin.setRawMode(true);
+  process.stderr.write('password: ');
   stdin.resume();
   stdin.setEncoding('utf8');
   let typed = '';

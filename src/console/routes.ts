@@ -193,7 +193,8 @@ export function consoleRoutes(services: Services, sessions: SessionAuth): Route[
         contentType: 'application/json',
         check: (body) => {
           const errors = [];
-          if (typeof body.name === 'string' && body.name.trim() === '') errors.push(fieldError('name', 'required', 'Give the key a name'));
+          if (typeof body.name === 'string' && body.name !== '' && body.name.trim() === '')
+            errors.push(fieldError('name', 'required', 'Give the key a name'));
           if (Array.isArray(body.scopes))
             for (const [i, s] of body.scopes.entries()) {
               const problem = typeof s === 'string' ? scopeProblem(s) : undefined;

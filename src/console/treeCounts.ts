@@ -32,21 +32,20 @@ const IDS_PER_CALL = 10_000;
 /**
  * How many assets the report places at any of `ids`: the report's own query and rules (its rank
  * index for one location, its SQL for several), so a count always equals the list it heads.
- * Each asset has one current location, so the totals of disjoint id sets add up.
+ * Each asset has one current location, so the totals of disjoint id sets add up. The SQL path is
+ * asked for a page past any end: it then counts (a walk of the covering location index) and
+ * sorts nothing.
  */
 export async function reportTotal(shard: Shard, orgId: number, ids: number[], now: number): Promise<number> {
+  const sort = [{ field: 'asset_last_seen', desc: true }];
+  if (ids.length === 1) {
+    const indexed = await indexedReport(shard, orgId, { location_id: ids, sort, limit: 1, offset: 0 }, now);
+    if (indexed !== undefined) return indexed.total_count;
+  }
   let total = 0;
   for (let i = 0; i < ids.length; i += IDS_PER_CALL) {
-    const filters: ReportFilters = {
-      location_id: ids.slice(i, i + IDS_PER_CALL),
-      sort: [{ field: 'asset_last_seen', desc: true }],
-      limit: 1,
-      offset: 0,
-    };
-    const page =
-      (filters.location_id!.length === 1 ? await indexedReport(shard, orgId, filters, now) : undefined) ??
-      assetLocationsReport(shard, orgId, filters, now);
-    total += page.total_count;
+    const filters: ReportFilters = { location_id: ids.slice(i, i + IDS_PER_CALL), sort, limit: 1, offset: Number.MAX_SAFE_INTEGER };
+    total += assetLocationsReport(shard, orgId, filters, now).total_count;
   }
   return total;
 }

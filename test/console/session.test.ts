@@ -1,5 +1,5 @@
 import t from 'tap';
-import { cliUsers, createUser, login, PASSWORD } from '../helpers/console.js';
+import { cliUsers, createUser, createUserAtPrompt, login, PASSWORD } from '../helpers/console.js';
 import { eventually, startTrackd, testClock } from '../helpers/trackd.js';
 
 const KEYS = '/console/api/keys';
@@ -31,6 +31,15 @@ t.test('console sessions, CSRF, login limits and the key service over the reques
     const stored = db.prepare('SELECT password_hash FROM users WHERE email = ?').pluck().get('ann@example.com') as string;
     db.close();
     t.match(stored, /^scrypt\$32768\$8\$1\$/, 'an scrypt hash with its cost');
+    const shown = await createUserAtPrompt(trackd, 'tty@example.com', acme.id, 'typed at the prompt');
+    t.match(shown, 'password:', 'a terminal gets a prompt');
+    t.notMatch(shown, 'typed at the prompt', 'the typed password is not echoed');
+    t.match(shown, '"created":true');
+    t.equal(
+      (await login(trackd, 'tty@example.com', acme.id, 'typed at the prompt')).body.data.user.email,
+      'tty@example.com',
+      'and it signs in',
+    );
     t.notMatch(stored, PASSWORD);
   });
 

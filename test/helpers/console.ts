@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import type { Trackd } from './trackd.js';
 import { BIN } from './trackd.js';
 
@@ -30,4 +30,26 @@ export async function login(trackd: Trackd, email: string, orgId?: number, passw
   if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`);
   const setCookie = res.headers.get('set-cookie') ?? '';
   return { cookie: setCookie.split(';')[0]!, csrf: res.json.data.csrf_token, body: res.json };
+}
+
+/**
+ * `trackd users create` at a terminal (a pty from util-linux `script`): the password typed after the
+ * prompt appears, and is echoed by nothing. Returns everything the terminal showed.
+ */
+export function createUserAtPrompt(trackd: Trackd, email: string, orgId: number, password: string): Promise<string> {
+  const command = `${process.execPath} ${BIN} users create --email ${email} --org ${orgId}`;
+  const child = spawn('script', ['-qec', command, '/dev/null'], {
+    env: { ...process.env, ...trackd.env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let shown = '';
+  return new Promise((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      const before = shown;
+      shown += chunk.toString('utf8');
+      if (!before.includes('password:') && shown.includes('password:')) child.stdin.write(`${password}\r`);
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve(shown) : reject(new Error(`users create at a prompt exited ${code}: ${shown}`))));
+  });
 }
