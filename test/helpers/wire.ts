@@ -15,6 +15,7 @@ export const TITLES: Record<string, string> = {
   not_found: 'Not found',
   method_not_allowed: 'Method not allowed',
   conflict: 'Conflict',
+  cursor_expired: 'Cursor expired',
   payload_too_large: 'Payload too large',
   unsupported_media_type: 'Unsupported media type',
   missing_org_context: 'Missing org context',
