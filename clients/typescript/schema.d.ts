@@ -363,6 +363,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/assets/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every asset the list filters select, as NDJSON or CSV (Accept) */
+        get: operations["exportAssets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/locations/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every location the list filters select, as NDJSON or CSV (Accept) */
+        get: operations["exportLocations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/asset-locations/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The current location of every scanned asset the report filters select, as NDJSON or CSV (Accept) */
+        get: operations["exportAssetLocations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -641,6 +692,8 @@ export interface components {
             id: number;
             external_key: string;
         };
+        /** @description NDJSON (application/x-ndjson, the default): one list item per line. CSV (Accept: text/csv): a header row, then one row per item; the asset and location exports use the import columns, so an exported file imports back (mode=upsert) as a no-op. */
+        ExportBody: string;
         FieldError: {
             field: string;
             /** @enum {string} */
@@ -5550,6 +5603,446 @@ export interface operations {
             };
             /** @description cursor_expired (the events after the cursor are pruned; header Trackd-Oldest-Seq names the oldest held) */
             410: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description service_unavailable (shutting down) */
+            503: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    exportAssets: {
+        parameters: {
+            query?: {
+                /** @description Any of these keys (repeat the parameter; comma-joined values are rejected). */
+                external_key?: string[];
+                /** @description Only rows with this is_active (default: both). */
+                is_active?: boolean;
+                /** @description Also return soft-deleted rows (the currently-effective rule still applies). */
+                include_deleted?: boolean;
+                /** @description Case-insensitive substring of name, external_key, description or a live tag value; only the first q is honoured. */
+                q?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every matching row, streamed (chunked), from one point in time */
+            200: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The instant the currently-effective rule was judged at (the export is one read transaction). */
+                    "Trackd-Export-As-Of"?: string;
+                    /** @description The event-log sequence the export reflects (absent until the event log exists). */
+                    "Trackd-Event-Sequence"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": components["schemas"]["ExportBody"];
+                    "text/csv": components["schemas"]["ExportBody"];
+                };
+            };
+            /** @description validation_error or bad_request */
+            400: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description service_unavailable (shutting down) */
+            503: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    exportLocations: {
+        parameters: {
+            query?: {
+                /** @description Any of these keys (repeat the parameter; comma-joined values are rejected). */
+                external_key?: string[];
+                /** @description Only rows with this is_active (default: both). */
+                is_active?: boolean;
+                /** @description Also return soft-deleted rows (the currently-effective rule still applies). */
+                include_deleted?: boolean;
+                /** @description Case-insensitive substring of name, external_key, description or a live tag value; only the first q is honoured. */
+                q?: string;
+                /** @description Any-of filter on parent_id; not together with parent_external_key. */
+                parent_id?: number[];
+                /** @description Any-of filter on the parent external_key; not together with parent_id. */
+                parent_external_key?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every matching row, streamed (chunked), from one point in time */
+            200: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The instant the currently-effective rule was judged at (the export is one read transaction). */
+                    "Trackd-Export-As-Of"?: string;
+                    /** @description The event-log sequence the export reflects (absent until the event log exists). */
+                    "Trackd-Event-Sequence"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": components["schemas"]["ExportBody"];
+                    "text/csv": components["schemas"]["ExportBody"];
+                };
+            };
+            /** @description validation_error or bad_request */
+            400: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description service_unavailable (shutting down) */
+            503: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    exportAssetLocations: {
+        parameters: {
+            query?: {
+                /** @description Current location id (repeatable: any of). */
+                location_id?: number[];
+                /** @description Current location external_key (repeatable: any of); not with location_id. */
+                location_external_key?: string[];
+                /** @description Asset id (repeatable: any of). */
+                asset_id?: number[];
+                /** @description Asset external_key (repeatable: any of); not with asset_id. */
+                asset_external_key?: string[];
+                /** @description Also report soft-deleted assets. */
+                include_deleted?: boolean;
+                /** @description Case-insensitive substring of the asset name, asset external_key or an active tag value. */
+                q?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every matching row, streamed (chunked), from one point in time */
+            200: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The instant the currently-effective rule was judged at (the export is one read transaction). */
+                    "Trackd-Export-As-Of"?: string;
+                    /** @description The event-log sequence the export reflects (absent until the event log exists). */
+                    "Trackd-Event-Sequence"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": components["schemas"]["ExportBody"];
+                    "text/csv": components["schemas"]["ExportBody"];
+                };
+            };
+            /** @description validation_error or bad_request */
+            400: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
                 headers: {
                     /** @description Correlation id (ULID, or the client-supplied value echoed) */
                     "X-Request-ID"?: string;

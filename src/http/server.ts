@@ -403,7 +403,10 @@ export class HttpServer {
     if (p.upload !== undefined && !p.upload.complete) closeConnection = true;
     p.upload?.close();
     if (reply.stream !== undefined) {
-      if (!isHead) return this.sendStream(p, reply, reply.stream, closeConnection);
+      if (!isHead) {
+        this.sendStream(p, reply, reply.stream, closeConnection);
+        return;
+      }
       // HEAD: the headers of the GET; the body (whose length nobody knows before it is written) is not read.
       reply.stream.close();
       reply = { ...reply, stream: undefined, text: '' };
