@@ -88,7 +88,9 @@ async function importOnce(base: string, token: string, file: string, mode: strin
   const accepted = JSON.parse(await text(res));
   if (res.statusCode !== 202) throw new Error(`import: ${res.statusCode} ${JSON.stringify(accepted)}`);
   for (;;) {
-    const job = JSON.parse(await text(await request(`${base}${accepted.status_url}`, { headers: { authorization: `Bearer ${token}` } }))).data;
+    const job = JSON.parse(
+      await text(await request(`${base}${accepted.status_url}`, { headers: { authorization: `Bearer ${token}` } })),
+    ).data;
     if (job.status === 'completed' || job.status === 'failed') return { seconds: (performance.now() - started) / 1000, job };
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -99,7 +101,11 @@ function rssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
 }
 
-async function exportOnce(base: string, token: string, pid: number): Promise<{ seconds: number; rows: number; bytes: number; rssBeforeMb: number; rssMaxMb: number }> {
+async function exportOnce(
+  base: string,
+  token: string,
+  pid: number,
+): Promise<{ seconds: number; rows: number; bytes: number; rssBeforeMb: number; rssMaxMb: number }> {
   const rssBeforeMb = rssMb(pid);
   let rssMaxMb = rssBeforeMb;
   const sampler = setInterval(() => {
@@ -169,7 +175,18 @@ try {
   fs.mkdirSync(dataDir);
   const nats = await startBenchNats(path.join(work, 'nats'));
   const org = cli(dataDir, ['orgs', 'create', '--name', 'bench']);
-  const { token } = cli(dataDir, ['keys', 'create', '--org', String(org.id), '--name', 'bench', '--scopes', 'assets:read,assets:write', '--env', 'production']);
+  const { token } = cli(dataDir, [
+    'keys',
+    'create',
+    '--org',
+    String(org.id),
+    '--name',
+    'bench',
+    '--scopes',
+    'assets:read,assets:write',
+    '--env',
+    'production',
+  ]);
   const trackd = await TrackdProcess.start({ dataDir, natsUrl: nats.url, env: { SHARDS: '1', HTTP_THREADS: '2' } });
   let first;
   let again;
@@ -196,7 +213,12 @@ try {
     import: {
       rows_per_s: round(importRate),
       seconds: Math.round(first.seconds * 10) / 10,
-      job: { created: first.job.created, failed_rows: first.job.failed_rows, tags_created: first.job.tags_created, status: first.job.status },
+      job: {
+        created: first.job.created,
+        failed_rows: first.job.failed_rows,
+        tags_created: first.job.tags_created,
+        status: first.job.status,
+      },
       ceiling_sqlite_insert_rows_per_s: round(insertRate),
       vs_ceiling: Math.round((importRate / insertRate) * 100) / 100,
     },
