@@ -209,7 +209,7 @@ export class HttpServer {
     res.onAborted(() => {
       p.aborted = true;
       p.abortBody?.();
-      p.upload?.close();
+      p.upload?.close('The client closed the connection before the body ended');
       p.stream?.close();
       this.finish(p, 499);
     });

@@ -92,10 +92,10 @@ export class UploadStream implements AsyncIterable<Buffer> {
     this.signal();
   }
 
-  /** The response is over: drop what is held and never touch `res` again. */
-  close(): void {
+  /** The response is over (answered, or the client went away): drop what is held and never touch `res` again. */
+  close(reason = 'The request was answered before its body was read'): void {
     this.closed = true;
-    this.fail(new ApiError('bad_request', 'The request was answered before its body was read'));
+    this.fail(new ApiError('bad_request', reason));
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<Buffer> {
