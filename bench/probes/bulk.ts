@@ -188,9 +188,9 @@ try {
     'production',
   ]);
   const trackd = await TrackdProcess.start({ dataDir, natsUrl: nats.url, env: { SHARDS: '1', HTTP_THREADS: '2' } });
-  let first;
-  let again;
-  let exported;
+  let first: Awaited<ReturnType<typeof importOnce>>;
+  let again: Awaited<ReturnType<typeof importOnce>>;
+  let exported: Awaited<ReturnType<typeof exportOnce>>;
   try {
     first = await importOnce(trackd.url, token, csv, 'create');
     again = await importOnce(trackd.url, token, csv, 'upsert');
