@@ -28,7 +28,7 @@ t.test('the console in headless Chromium', async (t) => {
   };
   const site = await post('/api/v1/locations', { external_key: 'SITE-A', name: 'Site A' });
   const dock3 = await post('/api/v1/locations', { external_key: 'DOCK-3', name: 'Dock 3', parent_id: site.id });
-  await post('/api/v1/locations', { external_key: 'DOCK-4', name: 'Dock 4', parent_id: site.id });
+  const dock4 = await post('/api/v1/locations', { external_key: 'DOCK-4', name: 'Dock 4', parent_id: site.id });
   await post('/api/v1/locations', { external_key: 'YARD', name: 'Yard' });
   const forklift = await post('/api/v1/assets', {
     external_key: 'FORKLIFT-7',
@@ -262,6 +262,17 @@ t.test('the console in headless Chromium', async (t) => {
       t.equal(await yardRow.locator('[data-count="here"]').textContent(), '0 here', 'the yard is empty again');
       t.equal(await page.locator('ol.feed li[data-move]').count(), 2, 'each move listed once');
       t.equal(await page.evaluate('window.sameDocument'), true, 'no reload');
+
+      // A location's page: its list of assets follows a move out of it.
+      await page.evaluate(`location.hash = '#/locations/${dock4.id}'`);
+      const forkliftHere = page.locator('tr[data-asset]', { hasText: 'Forklift 7' });
+      await forkliftHere.waitFor();
+      await page.locator('[data-feed-status="live"]').waitFor();
+      await moveForklift('DOCK-3');
+      await page.locator('ol.feed li[data-move]', { hasText: 'DOCK-4 → DOCK-3' }).waitFor();
+      await forkliftHere.waitFor({ state: 'detached' });
+      t.match(await page.getByRole('region', { name: 'Assets here now' }).textContent(), 'No asset is here now', 'Dock 4 emptied in place');
+      t.equal(await page.evaluate('window.sameDocument'), true, 'still no reload');
     },
   );
 
