@@ -2,6 +2,7 @@ import { whenSessionEnds } from './api.js';
 import { arrowNavigation, h, replace } from './dom.js';
 import { keysView } from './keys.js';
 import { loginView } from './login.js';
+import { stopFeed } from './feed.js';
 import { assetView, locationView, searchView, treeView } from './places.js';
 import { current, load, logout, switchOrg } from './session.js';
 
@@ -61,6 +62,7 @@ function header(): void {
 }
 
 async function render(notice?: string): Promise<void> {
+  stopFeed();
   if (current === undefined) await load();
   if (current === undefined) {
     header();
@@ -90,8 +92,8 @@ async function render(notice?: string): Promise<void> {
       break;
     case 'locations':
       document.title = 'Locations · trackd';
-      if (parts[1] !== undefined) await locationView(main, Number(parts[1]));
-      else await treeView(main);
+      if (parts[1] !== undefined) await locationView(main, Number(parts[1]), reload);
+      else await treeView(main, reload);
       break;
     default:
       location.hash = '#/locations';
@@ -101,6 +103,9 @@ async function render(notice?: string): Promise<void> {
   // After a navigation, focus goes to the new page's heading (screen readers announce it; Tab starts there).
   if (!main.contains(document.activeElement) || document.activeElement === main) main.querySelector<HTMLElement>('h1')?.focus();
 }
+
+/** Reads the current view again (the live feed's cursor fell out of the event log's retention). */
+const reload = () => void render();
 
 whenSessionEnds((detail) => {
   if (current === undefined) return;

@@ -1,5 +1,6 @@
 import { get, query, type Page, type Result } from './api.js';
 import { h, replace, when } from './dom.js';
+import { applyToCounts, feedPanel, loadAt, type Move } from './feed.js';
 
 const PAGE = 50;
 
@@ -100,8 +101,16 @@ async function childList(slot: HTMLElement, parentId: number | undefined, offset
           h(
             'span',
             { class: 'counts' },
-            h('span', { 'data-count': 'here', title: 'Assets at this location' }, `${c.asset_count.toLocaleString()} here`),
-            h('span', { 'data-count': 'subtree', title: 'Assets here and below' }, `${c.subtree_asset_count.toLocaleString()} in subtree`),
+            h(
+              'span',
+              { 'data-count': 'here', 'data-n': c.asset_count, title: 'Assets at this location' },
+              `${c.asset_count.toLocaleString()} here`,
+            ),
+            h(
+              'span',
+              { 'data-count': 'subtree', 'data-n': c.subtree_asset_count, title: 'Assets here and below' },
+              `${c.subtree_asset_count.toLocaleString()} in subtree`,
+            ),
           ),
         ),
       ),
@@ -110,10 +119,14 @@ async function childList(slot: HTMLElement, parentId: number | undefined, offset
   );
 }
 
-export async function treeView(main: HTMLElement): Promise<void> {
+/** The roots with their counts, kept current by the live feed of moves. `reload` reads the view again. */
+export async function treeView(main: HTMLElement, reload: () => void): Promise<void> {
   const slot = h('div');
   replace(main, h('h1', { tabindex: '-1' }, 'Locations'), slot);
-  await childList(slot, undefined);
+  const seq = await loadAt(() => childList(slot, undefined));
+  // Left before it loaded (a newer view owns the page and its feed).
+  if (seq === undefined || !main.contains(slot)) return;
+  main.append(feedPanel(seq, { onMoves: (moves) => applyToCounts(slot, moves), onExpired: reload }));
 }
 
 /** The assets whose current location this is (the report filtered by location), newest sighting first. */
@@ -159,7 +172,7 @@ async function assetsAt(slot: HTMLElement, locationId: number, offset = 0): Prom
   );
 }
 
-export async function locationView(main: HTMLElement, id: number): Promise<void> {
+export async function locationView(main: HTMLElement, id: number, reload: () => void): Promise<void> {
   const [loc, chain] = await Promise.all([
     get<{ data: Location }>(`${V1}/locations/${id}`),
     get<Page<Location>>(`${V1}/locations/${id}/ancestors?limit=200`),
@@ -185,7 +198,24 @@ export async function locationView(main: HTMLElement, id: number): Promise<void>
     h('section', { 'aria-labelledby': 'below' }, h('h2', { id: 'below' }, 'Below this location'), children),
     h('section', { 'aria-labelledby': 'here' }, h('h2', { id: 'here' }, 'Assets here now'), assets),
   );
-  await Promise.all([childList(children, id), assetsAt(assets, id)]);
+  const seq = await loadAt(async () => {
+    await Promise.all([childList(children, id), assetsAt(assets, id)]);
+  });
+  if (seq === undefined || !main.contains(children)) return;
+  // This location's moves, and those into, out of or between the locations listed below it.
+  const touches = (m: Move, ids: Set<number>) => [m.from, m.to, ...m.entered, ...m.left].some((r) => r !== null && ids.has(r.id));
+  const listed = () =>
+    new Set([id, ...[...children.querySelectorAll<HTMLElement>('li[data-location]')].map((li) => Number(li.dataset.location))]);
+  const feed = feedPanel(seq, {
+    shows: (m) => touches(m, listed()),
+    onMoves: (moves) => {
+      applyToCounts(children, moves);
+      // The list of assets here is read again (one page, the report's own order) when a move enters or leaves it.
+      if (moves.some((m) => m.to.id === id || m.from?.id === id)) void assetsAt(assets, id);
+    },
+    onExpired: reload,
+  });
+  main.append(feed);
 }
 
 /** Search by name, external key or tag value (the asset list's q), pages of 50. */

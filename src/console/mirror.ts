@@ -9,6 +9,7 @@ export const MIRRORED_READS = [
   'getLocation',
   'listLocations',
   'listLocationAncestors',
+  'listEvents',
 ] as const;
 
 /**

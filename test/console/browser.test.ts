@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import t from 'tap';
 import { launchChromium, screenshotPath } from '../helpers/browser.js';
 import { createUser, PASSWORD } from '../helpers/console.js';
+import { natsClient, publish, scanBody } from '../helpers/scans.js';
 import { ALL_SCOPES, eventually, startTrackd } from '../helpers/trackd.js';
 
 /**
@@ -27,7 +28,7 @@ t.test('the console in headless Chromium', async (t) => {
   };
   const site = await post('/api/v1/locations', { external_key: 'SITE-A', name: 'Site A' });
   const dock3 = await post('/api/v1/locations', { external_key: 'DOCK-3', name: 'Dock 3', parent_id: site.id });
-  await post('/api/v1/locations', { external_key: 'DOCK-4', name: 'Dock 4', parent_id: site.id });
+  const dock4 = await post('/api/v1/locations', { external_key: 'DOCK-4', name: 'Dock 4', parent_id: site.id });
   await post('/api/v1/locations', { external_key: 'YARD', name: 'Yard' });
   const forklift = await post('/api/v1/assets', {
     external_key: 'FORKLIFT-7',
@@ -226,6 +227,55 @@ t.test('the console in headless Chromium', async (t) => {
     await page.screenshot({ path: screenshotPath('search'), fullPage: true });
   });
 
+  t.test(
+    'live feed: a scan published now moves the asset in the feed and the counts, without a reload, across a network drop',
+    async (t) => {
+      const nc = await natsClient(t, trackd.natsUrl);
+      const moveForklift = (to: string) => publish(nc, `scans.${acme.id}.fixed`, scanBody(to, ['rfid:E28011600000020A1B2C3D4E']));
+      await page.getByRole('link', { name: 'Locations', exact: true }).click();
+      const siteRow = page.locator(`li[data-location="${site.id}"]`);
+      const yardRow = page.locator('li[data-location]', { hasText: 'Yard' });
+      await page.locator('[data-feed-status="live"]').waitFor();
+      t.equal(await siteRow.locator('[data-count="subtree"]').textContent(), '3 in subtree');
+      t.equal(await yardRow.locator('[data-count="here"]').textContent(), '0 here');
+      await page.evaluate('window.sameDocument = true');
+
+      await moveForklift('YARD');
+      const toYard = page.locator('ol.feed li[data-move]', { hasText: 'FORKLIFT-7' }).filter({ hasText: 'YARD' });
+      await toYard.waitFor();
+      t.match(await toYard.textContent(), /FORKLIFT-7 DOCK-3 → YARD/, 'the move is listed: asset, from, to');
+      await eventually(async () => (await yardRow.locator('[data-count="here"]').textContent()) === '1 here', 5000);
+      t.equal(await siteRow.locator('[data-count="subtree"]').textContent(), '2 in subtree', 'Site A lost the forklift');
+      t.equal(await siteRow.locator('[data-count="here"]').textContent(), '1 here', 'Cart 2 still at Site A itself');
+      t.equal(await yardRow.locator('[data-count="subtree"]').textContent(), '1 in subtree');
+      await page.screenshot({ path: screenshotPath('live-feed'), fullPage: true });
+
+      // The network drops; a move happens meanwhile; the feed resumes from its last sequence.
+      await context.setOffline(true);
+      await page.locator('[data-feed-status="offline"]').waitFor();
+      await moveForklift('DOCK-4');
+      await context.setOffline(false);
+      const toDock4 = page.locator('ol.feed li[data-move]', { hasText: 'YARD → DOCK-4' });
+      await toDock4.waitFor({ timeout: 15_000 });
+      await page.locator('[data-feed-status="live"]').waitFor();
+      await eventually(async () => (await siteRow.locator('[data-count="subtree"]').textContent()) === '3 in subtree', 5000);
+      t.equal(await yardRow.locator('[data-count="here"]').textContent(), '0 here', 'the yard is empty again');
+      t.equal(await page.locator('ol.feed li[data-move]').count(), 2, 'each move listed once');
+      t.equal(await page.evaluate('window.sameDocument'), true, 'no reload');
+
+      // A location's page: its list of assets follows a move out of it.
+      await page.evaluate(`location.hash = '#/locations/${dock4.id}'`);
+      const forkliftHere = page.locator('tr[data-asset]', { hasText: 'Forklift 7' });
+      await forkliftHere.waitFor();
+      await page.locator('[data-feed-status="live"]').waitFor();
+      await moveForklift('DOCK-3');
+      await page.locator('ol.feed li[data-move]', { hasText: 'DOCK-4 → DOCK-3' }).waitFor();
+      await forkliftHere.waitFor({ state: 'detached' });
+      t.match(await page.getByRole('region', { name: 'Assets here now' }).textContent(), 'No asset is here now', 'Dock 4 emptied in place');
+      t.equal(await page.evaluate('window.sameDocument'), true, 'still no reload');
+    },
+  );
+
   t.test('phone width: nothing wider than the screen', async (t) => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(`${base}/console/#/locations/${dock3.id}`);
@@ -240,8 +290,9 @@ t.test('the console in headless Chromium', async (t) => {
   });
 
   t.test('an expired session sends the person back to sign in', async (t) => {
-    await page.goto(`${base}/console/#/locations`);
-    await page.getByRole('heading', { name: 'Locations' }).waitFor();
+    // A page without the live feed: the click below, not the feed's next poll, meets the ended session.
+    await page.goto(`${base}/console/#/search`);
+    await page.getByRole('heading', { name: 'Search assets' }).waitFor();
     const db = new Database(`${trackd.dataDir}/control.sqlite`);
     db.prepare('UPDATE web_sessions SET expires_at = ? WHERE revoked_at IS NULL').run(Date.now() - 1);
     db.close();
@@ -255,7 +306,8 @@ t.test('the console in headless Chromium', async (t) => {
     const foreign = requests.filter((u) => !u.startsWith(base) && !u.startsWith('http://localhost:') && !u.startsWith('data:'));
     t.same(foreign, [], 'every request went to trackd');
     t.same(
-      consoleErrors.filter((e) => !/status of 40[0134]/.test(e)),
+      // The live-feed test drops the network on purpose: its failed polls are expected.
+      consoleErrors.filter((e) => !/status of 40[0134]|ERR_INTERNET_DISCONNECTED/.test(e)),
       [],
       'no script or CSP errors',
     );
