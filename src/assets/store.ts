@@ -66,6 +66,11 @@ function readWritten(shard: ShardWriter, orgId: number, id: number): AssetView {
   return toView(readRow(writerStatements(shard), orgId, id)!);
 }
 
+/** Records an asset's created or updated event with the asset as this transaction left it (bulk rows too). */
+export function recordAssetEvent(shard: ShardWriter, orgId: number, id: number, type: 'asset.created' | 'asset.updated'): void {
+  eventLogOf(shard).append(orgId, type, { asset: readWritten(shard, orgId, id) });
+}
+
 /** The asset as a write left it, with its asset.updated event. */
 function updated(shard: ShardWriter, orgId: number, id: number): AssetView {
   const view = readWritten(shard, orgId, id);

@@ -1,4 +1,4 @@
-import { insertAssetRow } from '../assets/store.js';
+import { insertAssetRow, recordAssetEvent } from '../assets/store.js';
 import { fieldError, type FieldError } from '../errors/catalog.js';
 import { mintExternalKey, writerStatements } from '../masterdata/keys.js';
 import { checkValidityWindow, nextUpdatedAt, requestTime } from '../masterdata/rules.js';
@@ -44,7 +44,9 @@ function create(shard: ShardWriter, context: RowContext, body: Record<string, un
   const id = context.nextId('asset');
   const assetKey = key ?? mintExternalKey(shard, 'assets', context.orgId);
   insertAssetRow(shard, { id, orgId: context.orgId, key: assetKey, body, validFrom, validTo });
-  return { outcome: 'created', tagsCreated: applyTagSet(shard, context, OWNER.column, id, tags, false).created };
+  const tagsCreated = applyTagSet(shard, context, OWNER.column, id, tags, false).created;
+  recordAssetEvent(shard, context.orgId, id, 'asset.created');
+  return { outcome: 'created', tagsCreated };
 }
 
 function change(shard: ShardWriter, context: RowContext, body: Record<string, unknown>, stored: StoredAsset): RowResult {
@@ -78,6 +80,7 @@ function change(shard: ShardWriter, context: RowContext, body: Record<string, un
       );
   }
   const tagged = tags === undefined ? { created: 0, changed: false } : applyTagSet(shard, context, OWNER.column, stored.id, tags, true);
+  if (fieldsChanged || tagged.changed) recordAssetEvent(shard, context.orgId, stored.id, 'asset.updated');
   return { outcome: fieldsChanged || tagged.changed ? 'updated' : 'unchanged', tagsCreated: tagged.created };
 }
 

@@ -34,13 +34,12 @@ export function exportFormat(accept: string): ExportFormat {
 }
 
 /**
- * THE PLACE FOR THE EVENT LOG (issue 15): the sequence of the org's event log that an export's
- * point in time reflects, read inside the export's read transaction, so that "export, then stream
- * events after this sequence" is an exact sync. The log is another engineer's work in flight; until it
- * lands there is no sequence to name, and the export says so (no `Trackd-Event-Sequence` header).
+ * The sequence of the org's event log (migration 010) that an export reflects, read inside the
+ * export's read transaction as its first read: every event up to it is in the export and none after
+ * it, so "export, then read events after this sequence" is an exact sync.
  */
-export function eventLogSequence(_db: Db, _orgId: number): number | undefined {
-  return undefined;
+export function eventLogSequence(db: Db, orgId: number): number {
+  return (db.prepare('SELECT last_seq FROM event_heads WHERE org_id = ?').pluck().get(orgId) as number | undefined) ?? 0;
 }
 
 /** A CSV cell: quoted when it holds a comma, quote, CR or LF (RFC 4180). */

@@ -1,6 +1,6 @@
 import { DomainError } from '../errors/domain.js';
 import { fieldError, type FieldError } from '../errors/catalog.js';
-import { insertLocationRow } from '../locations/commands.js';
+import { insertLocationRow, recordLocationEvent } from '../locations/commands.js';
 import { assertNoCycle, resolveParent } from '../locations/parent.js';
 import { writeStatements, type LocationRow } from '../locations/store.js';
 import { mintExternalKey, writerStatements } from '../masterdata/keys.js';
@@ -41,7 +41,9 @@ function create(shard: ShardWriter, context: RowContext, body: Record<string, un
     validFrom,
     validTo,
   });
-  return { outcome: 'created', tagsCreated: applyTagSet(shard, context, 'location_id', id, tags, false).created };
+  const tagsCreated = applyTagSet(shard, context, 'location_id', id, tags, false).created;
+  recordLocationEvent(shard, context.orgId, id, 'location.created');
+  return { outcome: 'created', tagsCreated };
 }
 
 function change(shard: ShardWriter, context: RowContext, body: Record<string, unknown>, stored: LocationRow): RowResult {
@@ -85,6 +87,7 @@ function change(shard: ShardWriter, context: RowContext, body: Record<string, un
       );
   }
   const tagged = tags === undefined ? { created: 0, changed: false } : applyTagSet(shard, context, 'location_id', stored.id, tags, true);
+  if (fieldsChanged || tagged.changed) recordLocationEvent(shard, context.orgId, stored.id, 'location.updated');
   return { outcome: fieldsChanged || tagged.changed ? 'updated' : 'unchanged', tagsCreated: tagged.created };
 }
 

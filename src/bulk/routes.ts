@@ -143,7 +143,8 @@ const EXPORT_HEADERS = {
     schema: Type.String(),
   },
   'Trackd-Event-Sequence': {
-    description: 'The event-log sequence the export reflects (absent until the event log exists).',
+    description:
+      'The event-log sequence the export reflects: every event up to it is in the export and none after it; read events after it to follow on.',
     schema: Type.String(),
   },
 };

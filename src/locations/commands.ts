@@ -31,6 +31,11 @@ function liveRow(stmts: LocationStatements, orgId: number, id: number): Location
 
 const written = (stmts: LocationStatements, orgId: number, id: number) => toView(stmts.byId.get(orgId, id) as LocationRow);
 
+/** Records a location's created or updated event with the location as this transaction left it (bulk rows too). */
+export function recordLocationEvent(shard: ShardWriter, orgId: number, id: number, type: 'location.created' | 'location.updated'): void {
+  eventLogOf(shard).append(orgId, type, { location: written(writeStatements(shard), orgId, id) });
+}
+
 interface BodyArgs {
   orgId: number;
   body: Record<string, unknown>;

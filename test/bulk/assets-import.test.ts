@@ -151,12 +151,22 @@ t.test('assets import', async (t) => {
       { external_key: 'U-1', name: 'One', metadata: { x: 1 }, tags: [{ tag_type: 'rfid', value: 'U-T1' }] },
       { external_key: 'U-2', name: 'Two', tags: [{ tag_type: 'rfid', value: 'U-T2' }] },
     ]);
+    // The event log follows every row that changed something, and nothing else.
+    const lastSeq = async () => (await get('/api/v1/events?after=9007199254740991')).json.last_seq as number;
+    const eventsSince = async (seq: number) =>
+      ((await get(`/api/v1/events?after=${seq}&limit=100`)).json.data as { type: string; data: any }[]).map(
+        (e) => `${e.type} ${e.data.asset?.external_key ?? ''}`,
+      );
+    const seqBefore = await lastSeq();
     t.match(await runImport(trackd, token, 'assets', first, { format: 'ndjson', query: 'mode=upsert' }), { created: 2, unchanged: 0 });
+    t.same(await eventsSince(seqBefore), ['asset.created U-1', 'asset.created U-2'], 'one asset.created per created row');
     const before = await assetByKey('U-1');
+    const seqCreated = await lastSeq();
     clock.advance(60_000);
     const same = await runImport(trackd, token, 'assets', first, { format: 'ndjson', query: 'mode=upsert' });
     t.match(same, { created: 0, updated: 0, unchanged: 2, tags_created: 0, failed_rows: 0 }, 'the same file again changes nothing');
     t.same(await assetByKey('U-1'), before, 'not even updated_at');
+    t.same(await eventsSince(seqCreated), [], 'and records no event');
 
     const changed = ndjson([
       { external_key: 'U-1', name: 'One renamed', metadata: { x: 1 }, tags: [{ tag_type: 'rfid', value: 'U-T1' }] },
@@ -165,6 +175,11 @@ t.test('assets import', async (t) => {
     ]);
     const job = await runImport(trackd, token, 'assets', changed, { format: 'ndjson', query: 'mode=upsert' });
     t.match(job, { created: 0, updated: 2, unchanged: 0, tags_created: 1, failed_rows: 1 });
+    t.same(
+      await eventsSince(seqCreated),
+      ['asset.updated U-1', 'asset.updated U-2'],
+      'one asset.updated per changed row, none for the failed one',
+    );
     t.same(pairs(job.errors), [[3, 'tags[0]', 'conflict']], 'a tag another asset holds is not moved: the row fails');
     const one = await assetByKey('U-1');
     t.equal(one.name, 'One renamed');

@@ -33,7 +33,13 @@ t.test('exports', async (t) => {
     t.equal(res.status, 200);
     t.equal(res.headers.get('content-type'), 'application/x-ndjson');
     t.match(res.headers.get('trackd-export-as-of'), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-    t.equal(res.headers.get('trackd-event-sequence'), null, 'no event log yet (issue 15): no sequence to name');
+    const head = (await get('/api/v1/events?after=9007199254740991')).json.last_seq;
+    t.equal(
+      res.headers.get('trackd-event-sequence'),
+      String(head),
+      "the event-log sequence it reflects: the org's last, nothing written since",
+    );
+    t.ok(head >= ASSETS, 'every imported asset recorded its asset.created');
     const items = lines(res.text).map((l) => JSON.parse(l));
     t.equal(items.length, ASSETS);
     t.ok(
