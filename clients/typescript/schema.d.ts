@@ -5702,7 +5702,7 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description The instant the currently-effective rule was judged at (the export is one read transaction). */
                     "Trackd-Export-As-Of"?: string;
-                    /** @description The event-log sequence the export reflects (absent until the event log exists). */
+                    /** @description The event-log sequence the export reflects: every event up to it is in the export and none after it; read events after it to follow on. */
                     "Trackd-Event-Sequence"?: string;
                     [name: string]: unknown;
                 };
@@ -5850,7 +5850,7 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description The instant the currently-effective rule was judged at (the export is one read transaction). */
                     "Trackd-Export-As-Of"?: string;
-                    /** @description The event-log sequence the export reflects (absent until the event log exists). */
+                    /** @description The event-log sequence the export reflects: every event up to it is in the export and none after it; read events after it to follow on. */
                     "Trackd-Event-Sequence"?: string;
                     [name: string]: unknown;
                 };
@@ -5998,7 +5998,7 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description The instant the currently-effective rule was judged at (the export is one read transaction). */
                     "Trackd-Export-As-Of"?: string;
-                    /** @description The event-log sequence the export reflects (absent until the event log exists). */
+                    /** @description The event-log sequence the export reflects: every event up to it is in the export and none after it; read events after it to follow on. */
                     "Trackd-Event-Sequence"?: string;
                     [name: string]: unknown;
                 };
