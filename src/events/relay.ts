@@ -179,7 +179,10 @@ export class EventRelay {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.pruneTimer);
-    while (this.running) await new Promise((r) => setTimeout(r, 5));
+    // A publish the broker never answers must not hold the shutdown: after a while the connection
+    // is closed under it. Its event is published again at the next start (deduplicated there).
+    const deadline = Date.now() + 2_000;
+    while (this.running && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     await this.nc.close();
     this.reader.close();
     this.store.close();
