@@ -9,7 +9,7 @@ import { addLowerFunction, applyMasterFilters } from '../masterdata/filters.js';
 import { orgQuery } from '../masterdata/list.js';
 import { tagsJsonColumn } from '../masterdata/tags.js';
 import { masterColumns, masterView, type MasterRow } from '../masterdata/view.js';
-import { reportBase, type ReportFilters } from '../scans/reportQuery.js';
+import { reportBase, type ReportFilters, type ReportRow } from '../scans/reportQuery.js';
 import type { Shard } from '../shards/shard.js';
 import { sqlBuilder, type Db } from '../storage/sqlite.js';
 import { formatNullableTimestamp, formatTimestamp } from '../wire/timestamps.js';
@@ -185,15 +185,6 @@ export function exportLocations(shard: Shard, orgId: number, query: Record<strin
     accept,
     now,
   );
-}
-
-interface ReportRow {
-  asset_id: number;
-  asset_external_key: string;
-  location_id: number | null;
-  location_external_key: string | null;
-  last_seen_at: number;
-  asset_deleted_at: number | null;
 }
 
 const REPORT_COLUMNS = ['asset_id', 'asset_external_key', 'location_id', 'location_external_key', 'asset_last_seen', 'asset_deleted_at'];

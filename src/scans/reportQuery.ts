@@ -40,7 +40,7 @@ export function checkPairedFilters(query: Record<string, unknown>, pairs: [strin
 
 const LOCATION_KEY = 'CASE WHEN l.deleted_at IS NULL THEN l.external_key END';
 
-interface ReportRow {
+export interface ReportRow {
   asset_id: number;
   asset_external_key: string;
   location_id: number | null;
