@@ -25,6 +25,8 @@ export const ConfigSchema = Type.Object({
   JOURNAL_REPLICAS: IntString(1, 5),
   SNAPSHOT_EVERY_ENTRIES: IntString(1, 100_000_000),
   SNAPSHOT_EVERY_SECONDS: IntString(1, 31_536_000),
+  CLUSTER_NODE_ID: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' })),
+  CLUSTER_STATIC_SHARDS: Type.Optional(Type.String({ pattern: '^\\d{1,3}(,\\d{1,3})*$' })),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -87,6 +89,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`${name}: ${message}, got ${JSON.stringify(raw[name])}`);
   }
   const config = raw as Config;
+  if (config.CLUSTER_NODE_ID !== undefined && config.NATS_URL === undefined)
+    throw new ConfigError(
+      'CLUSTER_NODE_ID: cluster mode needs NATS_URL (the nodes meet on a nats-server of their own, not an embedded one)',
+    );
+  if (config.CLUSTER_STATIC_SHARDS !== undefined && config.CLUSTER_NODE_ID === undefined)
+    throw new ConfigError('CLUSTER_STATIC_SHARDS: only in cluster mode (set CLUSTER_NODE_ID)');
   config.DATA_DIR = path.resolve(config.DATA_DIR);
   return config;
 }

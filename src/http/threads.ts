@@ -36,6 +36,8 @@ export class HttpThreads {
     private readonly mainMetrics: Metrics,
     private readonly onCrash: (err: Error) => void,
     private readonly logFile?: string,
+    /** Cluster mode: the node's OwnershipTable buffer, shared with every thread. */
+    private readonly ownership?: SharedArrayBuffer,
   ) {}
 
   /** Starts the threads (each loads its modules, opens its connections and builds its routes) without listening yet. */
@@ -47,6 +49,7 @@ export class HttpThreads {
         readiness: this.readiness.buffer,
         rateLimit: this.rateLimit,
         logFile: this.logFile,
+        ownership: this.ownership,
       };
       const worker = new Worker(threadFile('http/worker.js'), { workerData, name: `http-${i}` });
       const thread: Thread = { worker, next: new Map() };
