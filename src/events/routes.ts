@@ -1,8 +1,33 @@
 import { ApiError } from '../errors/catalog.js';
 import type { Route } from '../http/route.js';
-import { eventsAfter, pageJson } from './read.js';
+import { pageJson } from './read.js';
 import { EventPage } from './schemas.js';
-import { EVENT_SCOPES } from './types.js';
+import { EVENT_SCOPES, EVENT_TYPES } from './types.js';
+import { Type } from '@sinclair/typebox';
+import { DataEnvelope } from '../masterdata/fields.js';
+import { fieldError, throwIfInvalid } from '../errors/catalog.js';
+import { formatTimestamp } from '../wire/timestamps.js';
+import { EventFilter } from './filter.js';
+import { eventsAfter, lastSeq } from './read.js';
+import { mintTicket, TICKET_TTL_MS } from './tickets.js';
+
+const StreamTicket = Type.Object(
+  {
+    ticket: Type.String({ description: 'Pass as `?ticket=` to GET /api/v1/events/stream, once, within its validity.' }),
+    expires_at: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false, 'x-component': 'StreamTicket' },
+);
+
+/** Where a stream starts: Last-Event-ID (a reconnect), else `after`, else the head (new events only). */
+function streamStart(lastEventId: string, after: number | undefined, head: number): number {
+  if (lastEventId !== '') {
+    if (!/^\d{1,15}$/.test(lastEventId))
+      throwIfInvalid([fieldError('Last-Event-ID', 'invalid_value', 'Last-Event-ID must be an event seq')]);
+    return Number(lastEventId);
+  }
+  return after ?? head;
+}
 
 /** The scopes of `scopes` that show events; 403 when none does. */
 export function eventScopes(scopes: ReadonlySet<string>): ReadonlySet<string> {
@@ -43,6 +68,74 @@ export function eventRoutes(): Route[] {
         const scopes = eventScopes(ctx.principal.scopes);
         const slice = eventsAfter(ctx.shard, ctx.principal.orgId, ctx.query.after as number, ctx.query.limit as number);
         return { status: 200, text: pageJson(slice, scopes), contentType: 'application/json' };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/events/stream',
+      operationId: 'streamEvents',
+      summary:
+        'Server-Sent Events: each event as `id: <seq>`, `event: <type>`, `data: <Event>`; reconnects resume with Last-Event-ID. Browsers authenticate with `?ticket=` (POST /api/v1/events/tickets)',
+      tag: 'Events',
+      scopes: [],
+      ticketAuth: true,
+      // Not yet in the OpenAPI document: the contract suite calls every documented GET through the
+      // injected (socketless) pipeline and the typed client, which wait for a body a stream never ends.
+      undocumented: true,
+      query: {
+        after: {
+          kind: 'integer',
+          min: 0,
+          max: Number.MAX_SAFE_INTEGER,
+          description: 'Start after this sequence (Last-Event-ID wins when sent; neither: new events only).',
+        },
+        type: { kind: 'enum', values: EVENT_TYPES, repeatable: true, description: 'Only these event types (repeatable).' },
+        asset_id: { kind: 'id', repeatable: true, description: 'Only events of these assets (moves, changes, their tags).' },
+        location_id: {
+          kind: 'id',
+          description: 'Only events at this location or below it: moves from or to the subtree, its locations and their tags.',
+        },
+        ticket: { kind: 'token', description: 'A stream ticket, instead of the Authorization header (browsers).' },
+      },
+      responses: {
+        200: {
+          description:
+            'text/event-stream. The last frame of a stream the server ends is `event: close` with `{"reason","resume_after"}`: reason slow_consumer (behind by more than the lag limit or not reading for 10 s), unauthorized (key revoked or expired), cursor_expired, shutdown. Reconnect with Last-Event-ID = resume_after.',
+        },
+      },
+      handler: (ctx) => {
+        const scopes = eventScopes(ctx.principal.scopes);
+        const { orgId } = ctx.principal;
+        const head = lastSeq(ctx.shard, orgId);
+        const cursor = streamStart(ctx.lastEventId ?? '', ctx.query.after as number | undefined, head);
+        // A cursor already past retention is refused before the stream opens (410 with the oldest held).
+        eventsAfter(ctx.shard, orgId, cursor, 1);
+        const filter = new EventFilter(
+          {
+            types: ctx.query.type as string[] | undefined,
+            assetIds: ctx.query.asset_id as number[] | undefined,
+            locationId: ctx.query.location_id as number | undefined,
+          },
+          ctx.shard,
+          orgId,
+        );
+        const principal = { ...ctx.principal, scopes };
+        return { status: 200, stream: (sink) => ctx.streams!.add(ctx.shard, principal, filter, cursor, sink) };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/events/tickets',
+      operationId: 'createStreamTicket',
+      summary: `A single-use ticket for one event stream, valid ${TICKET_TTL_MS / 1000} s (browsers: EventSource cannot send the key)`,
+      tag: 'Events',
+      scopes: [],
+      undocumented: true,
+      responses: { 201: { description: "The ticket; the stream it opens has this key's scopes", schema: DataEnvelope(StreamTicket) } },
+      handler: async (ctx) => {
+        eventScopes(ctx.principal.scopes);
+        const { ticket, expires } = await mintTicket(ctx.shard, ctx.principal);
+        return { status: 201, body: { data: { ticket, expires_at: formatTimestamp(expires) } } };
       },
     },
   ];

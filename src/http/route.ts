@@ -4,6 +4,7 @@ import type { Principal } from '../auth/authenticator.js';
 import type { Shard } from '../shards/shard.js';
 import type { Method } from './router.js';
 import type { QuerySpec } from './query.js';
+import type { EventHub, StreamSink } from '../events/hub.js';
 
 export type BodyContentType = 'application/json' | 'application/merge-patch+json';
 
@@ -33,12 +34,21 @@ export interface RequestContext {
   principal: Principal;
   /** The actor shard that owns the caller's organization (authenticated, org-scoped routes). */
   shard: Shard;
+  /** The request's Last-Event-ID header ('' when absent): where an event stream resumes. */
+  lastEventId?: string;
+  /** This thread's event streams. */
+  streams?: EventHub;
 }
 
 export interface Reply {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /**
+   * A stream instead of a body (Server-Sent Events): the headers go out, then `stream` gets the
+   * sink it writes frames to, and returns what to call when the client goes away.
+   */
+  stream?: (sink: StreamSink) => () => void;
   /** A prebuilt body (e.g. YAML, Prometheus text) sent as is with `contentType`. */
   text?: string;
   contentType?: string;
@@ -61,6 +71,8 @@ export interface Route {
   scopes?: string[];
   /** Left out of the OpenAPI document (the document itself, redirects, ops endpoints). */
   undocumented?: boolean;
+  /** Also accepts a single-use stream ticket (`?ticket=`, events/tickets.ts) in place of the Authorization header. */
+  ticketAuth?: boolean;
   /** False for routes that do not act on the org's data (no shard is resolved, e.g. /orgs/me). */
   orgScoped?: boolean;
   query?: QuerySpec;

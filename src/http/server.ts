@@ -31,6 +31,9 @@ import {
 } from './steps.js';
 import { systemClock, type Clock } from '../clock.js';
 import { inject, type InjectedRequest, type InjectedResponse } from './inject.js';
+import { DEFAULT_HUB_OPTIONS, EventHub, type HubOptions } from '../events/hub.js';
+import { redeemTicket, ticketOrg } from '../events/tickets.js';
+import { unauthorized } from '../auth/authenticator.js';
 
 /** The idle time announced to keep-alive clients, well inside uWS's own idle timeout (about 10 s). */
 const KEEP_ALIVE_HINT = 'timeout=5';
@@ -70,6 +73,9 @@ interface Pending {
   route: string;
   /** Settles a pending body read when the client goes away. */
   abortBody: (() => void) | undefined;
+  /** Detaches an event stream when the client goes away. */
+  abortStream: (() => void) | undefined;
+  lastEventId: string;
 }
 
 interface RequestSeries {
@@ -92,6 +98,8 @@ export interface HttpServerOptions {
   clock?: Clock;
   /** The process's shared rate-limit table (every HTTP thread takes from the same budgets). */
   rateLimitBuffers?: ReturnType<typeof rateLimitBuffers>;
+  /** Event stream limits (slow clients); default DEFAULT_HUB_OPTIONS. */
+  eventStreams?: HubOptions;
 }
 
 /**
@@ -115,11 +123,14 @@ export class HttpServer {
 
   private readonly limitText: string;
   private readonly clock: Clock;
+  /** This thread's event streams (Server-Sent Events). */
+  readonly streams: EventHub;
 
   constructor(private readonly options: HttpServerOptions) {
     this.limiter = new RateLimiter(options.rateLimitPerMinute, options.rateLimitBuffers);
     this.limitText = String(options.rateLimitPerMinute);
     this.clock = options.clock ?? systemClock;
+    this.streams = new EventHub(options.authenticator, options.eventStreams ?? DEFAULT_HUB_OPTIONS);
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
 
@@ -141,6 +152,7 @@ export class HttpServer {
   /** Stops accepting, lets in-flight requests finish (up to `timeoutMs`), then closes idle connections. */
   async stop(timeoutMs = 8000): Promise<void> {
     this.draining = true;
+    this.streams.closeAll('shutdown');
     if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket);
     this.listenSocket = undefined;
     if (this.inFlight > 0) {
@@ -171,6 +183,7 @@ export class HttpServer {
     const hasApiKeyHeader = req.getHeader('x-api-key') !== '';
     const contentType = req.getHeader('content-type');
     const contentLength = req.getHeader('content-length');
+    const lastEventId = req.getHeader('last-event-id');
 
     const p: Pending = {
       res,
@@ -184,10 +197,13 @@ export class HttpServer {
       started,
       route: 'unmatched',
       abortBody: undefined,
+      abortStream: undefined,
+      lastEventId,
     };
     res.onAborted(() => {
       p.aborted = true;
       p.abortBody?.();
+      p.abortStream?.();
       this.finish(p, 499);
     });
     this.inFlight++;
@@ -211,7 +227,10 @@ export class HttpServer {
         }
         body = this.readBody(p);
       }
-      principal = authenticate(this.options.authenticator, compiled.route, authorization, hasApiKeyHeader, this.clock.now());
+      principal =
+        compiled.route.ticketAuth && authorization === '' && !hasApiKeyHeader
+          ? redeemFromQuery(this.options.shards, rawQuery)
+          : authenticate(this.options.authenticator, compiled.route, authorization, hasApiKeyHeader, this.clock.now());
     } catch (err) {
       this.fail(p, err);
       return;
@@ -264,6 +283,8 @@ export class HttpServer {
         body,
         principal: principal as Principal,
         shard: (shard instanceof Promise ? await shard : shard) as Shard,
+        lastEventId: p.lastEventId,
+        streams: this.streams,
       };
       const filing = cached === undefined ? undefined : { ...cached, orgId: principal!.orgId, id: cachedId };
       this.send(p, await callHandler(route, ctx, filing), isHead);
@@ -330,6 +351,10 @@ export class HttpServer {
 
   private send(p: Pending, reply: Reply, isHead: boolean, closeConnection = false): void {
     if (p.aborted || p.done) return;
+    if (reply.stream !== undefined && !isHead && !this.draining) {
+      this.openStream(p, reply.stream);
+      return;
+    }
     // Every public-surface response carries the rate-limit headers. A request that never got as far as
     // an API key (no auth needed, or it failed) is counted against the client address, with the same budget.
     if (p.rate === undefined && p.isApi) {
@@ -370,6 +395,52 @@ export class HttpServer {
     this.finish(p, reply.status);
   }
 
+  /**
+   * Starts an event stream: headers now, frames as the hub writes them (each write corked: they come
+   * from timers), never after an abort. The exchange counts as finished for logs and draining; stop()
+   * closes open streams itself.
+   */
+  private openStream(p: Pending, stream: NonNullable<Reply['stream']>): void {
+    p.done = true;
+    const res = p.res;
+    let open = true;
+    res.cork(() => {
+      res.writeStatus('200 OK');
+      res.writeHeader('X-Request-ID', p.requestId);
+      res.writeHeader('Content-Type', 'text/event-stream');
+      res.writeHeader('Cache-Control', 'no-store');
+      if (p.rate !== undefined) {
+        res.writeHeader('X-RateLimit-Limit', this.limitText);
+        res.writeHeader('X-RateLimit-Remaining', String(this.limiter.remaining(p.rate)));
+        res.writeHeader('X-RateLimit-Reset', String(this.limiter.resetSeconds(p.rate, this.clock.now())));
+      }
+      // The status line and headers go out at once: a client sees the stream open before any event.
+      res.write(': open\n\n');
+    });
+    p.abortStream = stream({
+      write: (text) => {
+        if (!open || p.aborted) return true;
+        let ok = true;
+        res.cork(() => {
+          ok = res.write(text);
+        });
+        return ok;
+      },
+      end: (text) => {
+        if (!open || p.aborted) return;
+        open = false;
+        res.cork(() => res.end(text));
+      },
+      onWritable: (resume) => {
+        res.onWritable(() => {
+          resume();
+          return true;
+        });
+      },
+    });
+    this.finish(p, 200);
+  }
+
   private finish(p: Pending, status: number): void {
     if (p.started < 0) return;
     const seconds = (performance.now() - p.started) / 1000;
@@ -405,6 +476,17 @@ export class HttpServer {
     }
     return series;
   }
+}
+
+/** The principal of the `ticket` in the query (redeemed once, at its org's shard actor), or 401. */
+async function redeemFromQuery(shards: ShardRegistry, rawQuery: string): Promise<Principal> {
+  const ticket = new URLSearchParams(rawQuery).get('ticket');
+  if (ticket === null) throw unauthorized('Missing Authorization header (Bearer token) or stream ticket');
+  const orgId = ticketOrg(ticket);
+  const shard = orgId === undefined ? undefined : shards.forOrg(orgId);
+  const principal = shard === undefined ? undefined : await redeemTicket(await shard, ticket);
+  if (principal === undefined) throw unauthorized('The stream ticket is unknown, expired or already used');
+  return principal;
 }
 
 function tooLarge(): ApiError {

@@ -196,6 +196,10 @@ function queryParamSchema(p: QueryParam): Json {
       return { type: 'string', default: p.default };
     case 'q':
       return { type: 'string' };
+    case 'enum':
+      return p.repeatable ? { type: 'array', items: { type: 'string', enum: [...p.values] } } : { type: 'string', enum: [...p.values] };
+    case 'token':
+      return { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$' };
     case 'reject':
       return {};
   }

@@ -5,3 +5,4 @@ import '../locations/commands.js';
 import '../masterdata/tags.js';
 import '../scans/apply.js';
 import '../events/commands.js';
+import '../events/tickets.js';
