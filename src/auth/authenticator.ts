@@ -99,6 +99,11 @@ export class Authenticator {
     return p;
   }
 
+  /** Whether a principal authenticated earlier (a stream's) is still good: not revoked, not expired. */
+  valid(p: Principal, now: number): boolean {
+    return !this.revoked.has(p.apiKeyId) && (p.expiresAt === null || p.expiresAt > now);
+  }
+
   private check(p: Principal, now: number): void {
     if (this.revoked.has(p.apiKeyId)) throw unauthorized(authDetails.revoked);
     if (p.expiresAt !== null && p.expiresAt <= now) throw unauthorized(authDetails.expired);

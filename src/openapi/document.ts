@@ -197,7 +197,11 @@ function queryParamSchema(p: QueryParam): Json {
     case 'q':
       return { type: 'string' };
     case 'enum':
-      return { type: 'string', enum: [...p.values], default: p.default };
+      return p.repeatable
+        ? { type: 'array', items: { type: 'string', enum: [...p.values] } }
+        : { type: 'string', enum: [...p.values], default: p.default };
+    case 'token':
+      return { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$' };
     case 'reject':
       return {};
   }

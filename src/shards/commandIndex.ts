@@ -8,3 +8,4 @@ import '../masterdata/tags.js';
 import '../scans/apply.js';
 import '../events/commands.js';
 import './ownership.js';
+import '../events/tickets.js';
