@@ -29,7 +29,7 @@ export const WebhookFilters = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false, 'x-component': 'WebhookFilters' },
+  { additionalProperties: false },
 );
 export type WebhookFilters = Static<typeof WebhookFilters>;
 
@@ -71,7 +71,7 @@ export const WebhookCreated = Type.Object(
       { additionalProperties: false },
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, 'x-component': 'WebhookCreated' },
 );
 
 export const CreateWebhookBody = Type.Object(
@@ -116,7 +116,7 @@ export const RotateSecretBody = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, 'x-component': 'RotateWebhookSecret' },
 );
 export const SecretEnvelope = Type.Object(
   {
@@ -125,7 +125,7 @@ export const SecretEnvelope = Type.Object(
       { additionalProperties: false },
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, 'x-component': 'WebhookSecret' },
 );
 
 export const ReplayBody = Type.Object(
@@ -136,7 +136,7 @@ export const ReplayBody = Type.Object(
       description: 'Deliver again, in order, every matching event after this sequence (the cursor moves back, or forward to skip).',
     }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, 'x-component': 'ReplayWebhook' },
 );
 
 export const SendAccepted = Type.Object(
@@ -146,7 +146,7 @@ export const SendAccepted = Type.Object(
       { additionalProperties: false },
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, 'x-component': 'WebhookSendAccepted' },
 );
 
 export const DeliveryView = Type.Object(
@@ -173,16 +173,4 @@ export const DeliveryList = Type.Object(
     next_before: Nullable(Type.Integer({ description: 'Pass as `before` for older attempts; null at the oldest kept.' })),
   },
   { additionalProperties: false, 'x-component': 'WebhookDeliveryList' },
-);
-
-/** The body of a test delivery (type `webhook.test`; no sequence: it is not in the log). */
-export const WebhookTestEvent = Type.Object(
-  {
-    id: Type.String(),
-    type: Type.Literal('webhook.test'),
-    org_id: Type.Integer(),
-    occurred_at: Timestamp,
-    data: Type.Object({ webhook_id: Type.Integer() }, { additionalProperties: false }),
-  },
-  { additionalProperties: false, 'x-component': 'WebhookTestEvent' },
 );
