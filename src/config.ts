@@ -31,6 +31,8 @@ export const ConfigSchema = Type.Object({
   WEBHOOK_RETRY_FIRST_MS: IntString(1, 86_400_000),
   WEBHOOK_RETRY_MAX_MS: IntString(1, 86_400_000),
   WEBHOOK_TIMEOUT_MS: IntString(100, 300_000),
+  CLUSTER_NODE_ID: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' })),
+  CLUSTER_STATIC_SHARDS: Type.Optional(Type.String({ pattern: '^\\d{1,3}(,\\d{1,3})*$' })),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -106,6 +108,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (problem !== undefined)
       throw new ConfigError(`WEBHOOK_ALLOWED_CIDRS: ${problem}, got ${JSON.stringify(config.WEBHOOK_ALLOWED_CIDRS)}`);
   }
+  if (config.CLUSTER_NODE_ID !== undefined && config.NATS_URL === undefined)
+    throw new ConfigError(
+      'CLUSTER_NODE_ID: cluster mode needs NATS_URL (the nodes meet on a nats-server of their own, not an embedded one)',
+    );
+  if (config.CLUSTER_STATIC_SHARDS !== undefined && config.CLUSTER_NODE_ID === undefined)
+    throw new ConfigError('CLUSTER_STATIC_SHARDS: only in cluster mode (set CLUSTER_NODE_ID)');
   config.DATA_DIR = path.resolve(config.DATA_DIR);
   return config;
 }

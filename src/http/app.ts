@@ -27,6 +27,7 @@ export function createHttpServer(
     responseCacheBytes: config.RESPONSE_CACHE_MB * 1024 * 1024,
     clock: services.clock,
     sessions,
+    forwarding: services.forwarding,
   });
   http.addRoutes(allRoutes(services, sessions));
   return http;

@@ -56,8 +56,8 @@ const parent = parentPort!;
 const ports = new Set<MessagePort>();
 /** Tests only (faults): the process kills itself once it has journaled this command, before the commit. */
 const killAfterAppendOf = process.env.TRACKD_TEST_KILL_AFTER_JOURNALING || undefined;
-/** Tests only (faults): the process kills itself halfway through uploading this shard's snapshot number n. */
-const killDuringSnapshot = Number(process.env.TRACKD_TEST_KILL_DURING_SNAPSHOT || 0);
+/** Tests only (faults): once this file exists, the process kills itself halfway through uploading the next snapshot. */
+const killDuringSnapshot = process.env.TRACKD_TEST_KILL_DURING_SNAPSHOT || undefined;
 
 try {
   const control = await ControlPlane.open(data.dataDir);

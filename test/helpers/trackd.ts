@@ -9,6 +9,7 @@ import type { Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { startNatsServer, type NatsServerProcess } from '../../src/nats/embedded.js';
 import { serve, type RunningService } from '../../src/serve.js';
+import type { OwnershipTable } from '../../src/cluster/ownershipTable.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const BIN = path.join(ROOT, 'bin', 'trackd.js');
@@ -85,6 +86,8 @@ export interface Trackd {
   ): Promise<{ api_key_id: string; token: string; expires_at: string | null; scopes: string[] }>;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
   restart(): Promise<void>;
+  /** Cluster mode, startTrackd only: the shards the node serves (set by hand in tests of shard RPC). */
+  ownership(): OwnershipTable;
 }
 
 export const ALL_SCOPES = ['assets:read', 'assets:write', 'locations:read', 'locations:write', 'tracking:read'];
@@ -296,6 +299,11 @@ export async function startTrackd(t: Teardown, options: StartOptions = {}): Prom
       await trackd.stop();
       service = await serve(config(), { logFile, clock: options.clock, recordDir: options.recordDir });
     },
+    ownership() {
+      const table = running().ownership;
+      if (table === undefined) throw new Error('trackd is not in cluster mode (CLUSTER_NODE_ID)');
+      return table;
+    },
   };
   return trackd;
 }
@@ -357,6 +365,9 @@ export async function spawnTrackd(t: Teardown, options: StartOptions = {}): Prom
     async restart() {
       await trackd.stop();
       ({ child, port, lines } = await launch(env));
+    },
+    ownership() {
+      throw new Error('trackd runs as a child process: its ownership table is not reachable');
     },
   };
   return trackd;
