@@ -57,6 +57,8 @@ interface Endpoint {
   lastRequest: number;
   dirty: boolean;
   gone: boolean;
+  /** Events read ahead of the cursor (in sequence order, all after it), taken from the front. */
+  ahead: EventRow[];
 }
 
 /** Delay before the next attempt after `attempts` failures: doubling from `first` up to `max`, the upper half jittered. */
@@ -161,6 +163,7 @@ export class WebhookDispatcher {
           lastRequest: 0,
           dirty: false,
           gone: false,
+          ahead: [],
         };
         this.endpoints.set(row.id, endpoint);
       } else if (row.cursor_epoch !== endpoint.epoch) {
@@ -173,6 +176,8 @@ export class WebhookDispatcher {
         endpoint.attempts = row.attempts;
         endpoint.pause = undefined;
       }
+      // Settings may have changed (types, filters, scopes): what was read ahead is judged again.
+      endpoint.ahead = [];
       endpoint.row = row;
       endpoint.types = new Set(parseTypes(row));
       endpoint.filters = parseFilters(row);
@@ -200,15 +205,19 @@ export class WebhookDispatcher {
           continue;
         }
         if (!this.active(endpoint) || endpoint.retry !== undefined) break;
-        const rows = this.statements.after.all(endpoint.row.org_id, endpoint.cursor, STEP) as EventRow[];
-        const next = rows.find((row) => this.wanted(endpoint, row));
-        if (next === undefined) {
-          if (rows.length > 0) this.advance(endpoint, rows[rows.length - 1]!.seq);
-          if (rows.length < STEP) break;
+        if (endpoint.ahead.length === 0 || endpoint.ahead[0]!.seq <= endpoint.cursor) {
+          endpoint.ahead = this.statements.after.all(endpoint.row.org_id, endpoint.cursor, STEP) as EventRow[];
+          if (endpoint.ahead.length === 0) break;
+        }
+        const next = endpoint.ahead.shift()!;
+        if (!this.wanted(endpoint, next)) {
+          this.advance(endpoint, next.seq);
           continue;
         }
-        if (next.seq > endpoint.cursor + 1) this.advance(endpoint, next.seq - 1);
-        if (!(await this.deliver(endpoint, next))) break;
+        if (!(await this.deliver(endpoint, next))) {
+          endpoint.ahead = [];
+          break;
+        }
       }
     } finally {
       endpoint.busy = false;
