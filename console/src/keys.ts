@@ -17,6 +17,7 @@ const RESOURCES = [
   { name: 'assets', label: 'Assets', access: ['read', 'write'] },
   { name: 'locations', label: 'Locations', access: ['read', 'write'] },
   { name: 'tracking', label: 'Tracking (current locations, history)', access: ['read'] },
+  { name: 'webhooks', label: 'Webhooks (endpoints, delivery log)', access: ['read', 'write'] },
 ];
 const EXPIRY = [
   ['30d', '30 days'],
