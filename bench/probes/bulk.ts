@@ -1,7 +1,7 @@
 /**
  * Bulk import and export through the HTTP jobs (issue 16), each beside a ceiling measured in the same run:
  *
- *   node dist/bench/probes/bulk.js [--rows 1000000] [--out bench/results/bulk.json]
+ *   node dist/bench/probes/bulk.js [--rows 1000000] [--out bench/results/bulk.json] [--cpu-prof-dir DIR]
  *
  * - import: a CSV of `rows` assets with one tag each, POSTed to /api/v1/assets/bulk of a `trackd serve`
  *   child (production settings), timed from the first byte sent to the job's `completed`; then the
@@ -31,7 +31,7 @@ import { machine } from '../lib/processes.js';
 import { startBenchNats, TrackdProcess } from '../lib/trackd.js';
 import { ROOT } from '../lib/processes.js';
 
-const { values } = parseArgs({ options: { rows: { type: 'string' }, out: { type: 'string' } } });
+const { values } = parseArgs({ options: { rows: { type: 'string' }, out: { type: 'string' }, 'cpu-prof-dir': { type: 'string' } } });
 const ROWS = Number(values.rows ?? 1_000_000);
 const OUT = values.out ?? path.join(ROOT, 'bench', 'results', 'bulk.json');
 const BIN = path.join(ROOT, 'bin', 'trackd.js');
@@ -187,7 +187,13 @@ try {
     '--env',
     'production',
   ]);
-  const trackd = await TrackdProcess.start({ dataDir, natsUrl: nats.url, env: { SHARDS: '1', HTTP_THREADS: '2' } });
+  const profDir = values['cpu-prof-dir'];
+  const trackd = await TrackdProcess.start({
+    dataDir,
+    natsUrl: nats.url,
+    env: { SHARDS: '1', HTTP_THREADS: '2' },
+    nodeArgs: profDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', path.resolve(profDir)],
+  });
   let first: Awaited<ReturnType<typeof importOnce>>;
   let again: Awaited<ReturnType<typeof importOnce>>;
   let exported: Awaited<ReturnType<typeof exportOnce>>;
