@@ -228,10 +228,12 @@ export class ReportIndex {
   private dirty: Dirty[] = [];
   /** Locations renamed by the running command: (org, location) pairs, judged on the committed rows. */
   private renamedLocations: [number, number][] = [];
-  /** Organizations whose location tree the running command changed (a parent, a delete): their subtree totals are rebuilt. */
-  private reshapedTrees = new Set<number>();
-  /** Parent and liveness of the locations the subtree totals walked through (dropped with any tree change). */
+  /** Locations (org, id) whose parent or liveness the running command changed: their links are read again and their org's subtree totals rebuilt. */
+  private reshaped: [number, number][] = [];
+  /** Parent and liveness of locations, as committed: each organization's read in one pass when its subtree totals are first built. */
   private readonly links = new Map<number, TreeLink>();
+  private readonly linkedOrgs = new Set<number>();
+  private readonly orgLinks;
   private readonly locationKey;
   private readonly locationLink;
   private readonly eventHead;
@@ -246,9 +248,10 @@ export class ReportIndex {
     this.byAsset = db.prepare(`SELECT ${POSITION_COLUMNS} WHERE p.asset_id = ?`);
     this.locationKey = db.prepare('SELECT external_key FROM locations WHERE id = ?').pluck();
     this.locationLink = db.prepare('SELECT parent_id, deleted_at FROM locations WHERE id = ?');
+    this.orgLinks = db.prepare('SELECT id, parent_id, deleted_at FROM locations WHERE org_id = ?').raw();
     this.eventHead = db.prepare('SELECT last_seq FROM event_heads WHERE org_id = ?').pluck();
-    db.function('report_index_tree', { deterministic: false, varargs: false }, (orgId) => {
-      this.reshapedTrees.add(orgId as number);
+    db.function('report_index_tree', { deterministic: false, varargs: false }, (orgId, locationId) => {
+      this.reshaped.push([orgId as number, locationId as number]);
       return null;
     });
     db.function('report_index_location', { deterministic: false, varargs: false }, (orgId, locationId) => {
@@ -278,9 +281,9 @@ export class ReportIndex {
       BEGIN SELECT report_index_location(NEW.org_id, NEW.id); END;
       CREATE TEMP TRIGGER IF NOT EXISTS report_index_tree_change AFTER UPDATE OF parent_id, deleted_at ON locations
       WHEN OLD.parent_id IS NOT NEW.parent_id OR OLD.deleted_at IS NOT NEW.deleted_at OR OLD.org_id <> NEW.org_id
-      BEGIN SELECT report_index_tree(NEW.org_id); SELECT report_index_tree(OLD.org_id); END;
+      BEGIN SELECT report_index_tree(NEW.org_id, NEW.id); SELECT report_index_tree(OLD.org_id, OLD.id); END;
       CREATE TEMP TRIGGER IF NOT EXISTS report_index_tree_delete AFTER DELETE ON locations
-      BEGIN SELECT report_index_tree(OLD.org_id); END;
+      BEGIN SELECT report_index_tree(OLD.org_id, OLD.id); END;
       CREATE TEMP TRIGGER IF NOT EXISTS report_index_rename AFTER UPDATE OF external_key ON assets
       BEGIN SELECT report_index_dirty(p.asset_id, p.org_id, p.last_seen_at, p.location_id, OLD.external_key)
         FROM scan_positions p WHERE p.asset_id = NEW.id; END;
@@ -389,13 +392,16 @@ export class ReportIndex {
 
   /** After every command (committed or not): the positions its liveness changes touched, judged on the committed rows. */
   settle(): void {
-    if (this.reshapedTrees.size > 0) {
-      for (const orgId of this.reshapedTrees) {
+    if (this.reshaped.length > 0) {
+      const reshaped = this.reshaped;
+      this.reshaped = [];
+      for (const [orgId, locationId] of reshaped) {
         const org = this.orgs.get(orgId);
         if (org !== undefined) org.subtree = undefined;
+        // Read as committed (the command may have rolled back).
+        this.links.delete(locationId);
+        if (this.linkedOrgs.has(orgId)) this.linkOf(locationId);
       }
-      this.reshapedTrees.clear();
-      this.links.clear();
     }
     if (this.renamedLocations.length > 0) {
       const renamed = this.renamedLocations;
@@ -477,6 +483,11 @@ export class ReportIndex {
     const org = this.orgs.get(orgId);
     if (org === undefined) return { asOfSeq, here: ids.map(() => 0), subtree: ids.map(() => 0) };
     if (org.subtree === undefined) {
+      if (!this.linkedOrgs.has(orgId)) {
+        for (const [id, parent, deletedAt] of this.orgLinks.iterate(orgId) as IterableIterator<[number, number | null, number | null]>)
+          this.links.set(id, { parent, live: deletedAt === null });
+        this.linkedOrgs.add(orgId);
+      }
       const totals = new SubtreeTotals((id) => this.linkOf(id));
       for (const [locationId, at] of org.byLocation) totals.add(locationId, at.bySeen.size);
       org.subtree = totals;
