@@ -10,6 +10,7 @@ import { formatTimestamp } from '../wire/timestamps.js';
 import { compileFilter, shardSubtrees } from './filters.js';
 import { eventsAfter, lastSeq } from './read.js';
 import { mintTicket, TICKET_TTL_MS } from './tickets.js';
+import { sseSink } from './hub.js';
 
 const StreamTicket = Type.Object(
   {
@@ -132,7 +133,7 @@ export function eventRoutes(): Route[] {
           shardSubtrees(ctx.shard, orgId),
         );
         const principal = { ...ctx.principal, scopes };
-        return { status: 200, events: (sink) => ctx.streams!.add(ctx.shard, principal, filter, cursor, sink) };
+        return { status: 200, events: (raw) => ctx.streams!.add(ctx.shard, principal, filter, cursor, sseSink(raw)) };
       },
     },
     {
