@@ -14,7 +14,10 @@ import { sseSink } from './hub.js';
 
 const StreamTicket = Type.Object(
   {
-    ticket: Type.String({ description: 'Pass as `?ticket=` to GET /api/v1/events/stream, once, within its validity.' }),
+    ticket: Type.String({
+      description:
+        'Pass as `?ticket=` to GET /api/v1/events/stream or to the events WebSocket (GET /api/v1/events/ws, docs/events-websocket.md), once, within its validity.',
+    }),
     expires_at: Type.String({ format: 'date-time' }),
   },
   { additionalProperties: false, 'x-component': 'StreamTicket' },
