@@ -899,7 +899,7 @@ export interface components {
             external_key: string;
         };
         StreamTicket: {
-            /** @description Pass as `?ticket=` to GET /api/v1/events/stream, once, within its validity. */
+            /** @description Pass as `?ticket=` to GET /api/v1/events/stream or to the events WebSocket (GET /api/v1/events/ws, docs/events-websocket.md), once, within its validity. */
             ticket: string;
             /** Format: date-time */
             expires_at: string;

@@ -4,12 +4,24 @@ import { envelopeJson, type EventRow } from './envelope.js';
 import type { EventFilter } from './filters.js';
 import { eventReads, visibleTo } from './read.js';
 
-/** Where a stream's frames go (an SSE response): `write` says false when the client is not keeping up. */
+/**
+ * Where a subscriber's events go (an SSE response, one subscription of a WebSocket). `event` and
+ * `keepAlive` say false when the client is not keeping up (what was given is still delivered).
+ */
 export interface StreamSink {
+  event(row: EventRow): boolean;
+  keepAlive(): boolean;
+  /** Ends the subscription, telling the client why and the position to resume after. */
+  end(reason: CloseReason, resumeAfter: number): void;
+  /** Called once when the client can take more after a write said false. */
+  onWritable(resume: () => void): void;
+}
+
+/** The raw side of a Server-Sent Events response (server.ts writes it to uWS). */
+export interface TextSink {
   write(text: string): boolean;
   /** Writes the last frame and closes the stream (the response ends once it is flushed). */
   end(text: string): void;
-  /** Called once when the client can take more after a `write` said false. */
   onWritable(resume: () => void): void;
 }
 
@@ -24,9 +36,17 @@ export interface HubOptions {
   /** A client more than this many events behind the head is closed (slow_consumer). */
   maxLag: number;
   heartbeatMs: number;
+  /** A WebSocket with this many bytes unsent counts as not keeping up (its subscriptions wait for the drain). */
+  socketHighWaterBytes: number;
 }
 
-export const DEFAULT_HUB_OPTIONS: HubOptions = { pollMs: 20, slowMs: 10_000, maxLag: 10_000, heartbeatMs: 5_000 };
+export const DEFAULT_HUB_OPTIONS: HubOptions = {
+  pollMs: 20,
+  slowMs: 10_000,
+  maxLag: 10_000,
+  heartbeatMs: 5_000,
+  socketHighWaterBytes: 1024 * 1024,
+};
 
 interface Subscriber {
   orgId: number;
@@ -46,6 +66,16 @@ const BATCH = 500;
 /** One frame of a Server-Sent Events stream: `id` is the org sequence, so a reconnect's Last-Event-ID resumes exactly. */
 export const sseFrame = (row: EventRow) => `id: ${row.seq}\nevent: ${row.type}\ndata: ${envelopeJson(row)}\n\n`;
 const closeFrame = (reason: CloseReason, cursor: number) => `event: close\ndata: {"reason":"${reason}","resume_after":${cursor}}\n\n`;
+
+/** A Server-Sent Events response as a subscriber's sink. */
+export function sseSink(raw: TextSink): StreamSink {
+  return {
+    event: (row) => raw.write(sseFrame(row)),
+    keepAlive: () => raw.write(': keep-alive\n\n'),
+    end: (reason, resumeAfter) => raw.end(closeFrame(reason, resumeAfter)),
+    onWritable: (resume) => raw.onWritable(resume),
+  };
+}
 
 /**
  * The streams of one HTTP thread. The log in SQLite is every client's buffer: each subscriber is a
@@ -91,7 +121,7 @@ export class EventHub {
     if (sub.closed) return;
     this.detach(sub);
     this.closedBy.set(reason, (this.closedBy.get(reason) ?? 0) + 1);
-    sub.sink.end(closeFrame(reason, sub.cursor));
+    sub.sink.end(reason, sub.cursor);
   }
 
   closeAll(reason: CloseReason): void {
@@ -135,7 +165,7 @@ export class EventHub {
         continue;
       }
       if (sub.cursor < head) from = Math.min(from, sub.cursor);
-      else if (heartbeat) this.write(sub, ': keep-alive\n\n', now);
+      else if (heartbeat) this.write(sub, undefined, now);
     }
     if (from === Number.POSITIVE_INFINITY) return;
     const oldest = (s.oldest.get(orgId) as number | null) ?? head + 1;
@@ -151,14 +181,14 @@ export class EventHub {
         if (row.seq <= sub.cursor) continue;
         sub.cursor = row.seq;
         if (!visibleTo(sub.principal.scopes, row) || !sub.filter.matches(row)) continue;
-        if (!this.write(sub, sseFrame(row), now)) break;
+        if (!this.write(sub, row, now)) break;
       }
     }
   }
 
-  /** Writes a frame; false (and the client marked blocked until it drains) when uWS holds it back. */
-  private write(sub: Subscriber, text: string, now: number): boolean {
-    if (sub.sink.write(text)) return true;
+  /** Writes an event (or a keep-alive); false (and the client marked blocked until it drains) when uWS holds it back. */
+  private write(sub: Subscriber, row: EventRow | undefined, now: number): boolean {
+    if (row === undefined ? sub.sink.keepAlive() : sub.sink.event(row)) return true;
     sub.blockedSince = now;
     sub.sink.onWritable(() => {
       sub.blockedSince = undefined;

@@ -10,10 +10,14 @@ import { formatTimestamp } from '../wire/timestamps.js';
 import { compileFilter, shardSubtrees } from './filters.js';
 import { eventsAfter, lastSeq } from './read.js';
 import { mintTicket, TICKET_TTL_MS } from './tickets.js';
+import { sseSink } from './hub.js';
 
 const StreamTicket = Type.Object(
   {
-    ticket: Type.String({ description: 'Pass as `?ticket=` to GET /api/v1/events/stream, once, within its validity.' }),
+    ticket: Type.String({
+      description:
+        'Pass as `?ticket=` to GET /api/v1/events/stream or to the events WebSocket (GET /api/v1/events/ws, docs/events-websocket.md), once, within its validity.',
+    }),
     expires_at: Type.String({ format: 'date-time' }),
   },
   { additionalProperties: false, 'x-component': 'StreamTicket' },
@@ -132,7 +136,7 @@ export function eventRoutes(): Route[] {
           shardSubtrees(ctx.shard, orgId),
         );
         const principal = { ...ctx.principal, scopes };
-        return { status: 200, events: (sink) => ctx.streams!.add(ctx.shard, principal, filter, cursor, sink) };
+        return { status: 200, events: (raw) => ctx.streams!.add(ctx.shard, principal, filter, cursor, sseSink(raw)) };
       },
     },
     {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Principal } from '../auth/authenticator.js';
+import { authDetails, unauthorized, type Principal } from '../auth/authenticator.js';
+import type { ShardRegistry } from '../shards/registry.js';
 import { shardCommand } from '../shards/commands.js';
 import type { Shard } from '../shards/shard.js';
 import { shardState } from '../shards/state.js';
@@ -66,4 +67,15 @@ export async function redeemTicket(shard: Shard, ticket: string): Promise<Princi
 export function ticketOrg(ticket: string): number | undefined {
   const match = /^(\d{1,10})\.[A-Za-z0-9_-]{32}$/.exec(ticket);
   return match === null ? undefined : Number(match[1]);
+}
+
+/** The principal of the `ticket` in a query string (redeemed once, at its org's shard actor), or 401. */
+export async function ticketPrincipal(shards: ShardRegistry, rawQuery: string): Promise<Principal> {
+  const ticket = new URLSearchParams(rawQuery).get('ticket');
+  if (ticket === null) throw unauthorized(authDetails.missing);
+  const orgId = ticketOrg(ticket);
+  const shard = orgId === undefined ? undefined : shards.forOrg(orgId);
+  const principal = shard === undefined ? undefined : await redeemTicket(await shard, ticket);
+  if (principal === undefined) throw unauthorized('The stream ticket is unknown, expired or already used');
+  return principal;
 }

@@ -6,7 +6,7 @@ import type { Shard } from '../shards/shard.js';
 import type { Method } from './router.js';
 import type { QuerySpec } from './query.js';
 import type { UploadStream } from './upload.js';
-import type { EventHub, StreamSink } from '../events/hub.js';
+import type { EventHub, TextSink } from '../events/hub.js';
 
 export type BodyContentType = 'application/json' | 'application/merge-patch+json';
 
@@ -66,7 +66,7 @@ export interface Reply {
    * An event stream instead of a body (Server-Sent Events): the headers go out, then `events` gets
    * the sink it writes frames to, and returns what to call when the client goes away.
    */
-  events?: (sink: StreamSink) => () => void;
+  events?: (sink: TextSink) => () => void;
   /** A prebuilt body (e.g. YAML, Prometheus text) sent as is with `contentType`. */
   text?: string;
   /** A body written piece by piece (with `contentType`), never held whole. */

@@ -37,8 +37,8 @@ import { checkCsrf, type ClientInfo, type SessionAuth } from '../console/session
 import type { ForwardedAnswer, ForwardedRequest } from '../cluster/rpcWire.js';
 import { answerOf, forwardedHeaders, replyOf, type ShardForwarding } from './forwarding.js';
 import { DEFAULT_HUB_OPTIONS, EventHub, type HubOptions } from '../events/hub.js';
-import { redeemTicket, ticketOrg } from '../events/tickets.js';
-import { authDetails, unauthorized } from '../auth/authenticator.js';
+import { ticketPrincipal } from '../events/tickets.js';
+import { EVENTS_WS_PATH, eventSocket } from '../events/socket.js';
 
 /** The idle time announced to keep-alive clients, well inside uWS's own idle timeout (about 10 s). */
 const KEEP_ALIVE_HINT = 'timeout=5';
@@ -149,6 +149,16 @@ export class HttpServer {
     this.limitText = String(options.rateLimitPerMinute);
     this.clock = options.clock ?? systemClock;
     this.streams = new EventHub(options.authenticator, options.eventStreams ?? DEFAULT_HUB_OPTIONS);
+    this.app.ws(
+      EVENTS_WS_PATH,
+      eventSocket({
+        hub: this.streams,
+        authenticator: options.authenticator,
+        shards: options.shards,
+        now: () => this.clock.now(),
+        highWaterBytes: options.eventStreams?.socketHighWaterBytes ?? DEFAULT_HUB_OPTIONS.socketHighWaterBytes,
+      }),
+    );
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
 
@@ -296,7 +306,7 @@ export class HttpServer {
       }
       if (compiled.route.session) principal = this.sessionPrincipal(client.cookie);
       else if (compiled.route.ticketAuth && authorization === '' && !hasApiKeyHeader)
-        principal = redeemFromQuery(this.options.shards, rawQuery);
+        principal = ticketPrincipal(this.options.shards, rawQuery);
       else principal = authenticate(this.options.authenticator, compiled.route, authorization, hasApiKeyHeader, this.clock.now());
       if (compiled.route.session || path.startsWith('/console/')) client.remoteAddress = remoteAddress(res);
     } catch (err) {
@@ -681,17 +691,6 @@ export class HttpServer {
     }
     return series;
   }
-}
-
-/** The principal of the `ticket` in the query (redeemed once, at its org's shard actor), or 401. */
-async function redeemFromQuery(shards: ShardRegistry, rawQuery: string): Promise<Principal> {
-  const ticket = new URLSearchParams(rawQuery).get('ticket');
-  if (ticket === null) throw unauthorized(authDetails.missing);
-  const orgId = ticketOrg(ticket);
-  const shard = orgId === undefined ? undefined : shards.forOrg(orgId);
-  const principal = shard === undefined ? undefined : await redeemTicket(await shard, ticket);
-  if (principal === undefined) throw unauthorized('The stream ticket is unknown, expired or already used');
-  return principal;
 }
 
 function tooLarge(): ApiError {

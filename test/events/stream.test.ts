@@ -5,32 +5,16 @@
  */
 import t from 'tap';
 import { allEvents } from '../helpers/events.js';
-import { drained, natsClient, publish, scanBody } from '../helpers/scans.js';
+import { drained } from '../helpers/scans.js';
 import { openStream } from '../helpers/sse.js';
-import { startTrackd } from '../helpers/trackd.js';
+import { streamFixture } from '../helpers/streamFixture.js';
 
-const trackd = await startTrackd(t, { env: { EVENT_STREAM_SLOW_SECONDS: '1', HTTP_THREADS: '2' } });
-const org = await trackd.createOrg('Stream Org');
-const other = await trackd.createOrg('Other Stream Org');
-const admin = (await trackd.createKey(org.id)).token;
-const nc = await natsClient(t, trackd.natsUrl);
-const post = async (path: string, body: unknown, token = admin) => {
-  const res = await trackd.http('POST', path, { token, body });
-  if (res.status !== 201 && res.status !== 200) throw new Error(`${path}: ${res.status} ${res.text}`);
-  return res.json.data;
-};
+const { trackd, org, other, admin, nc, post, scan } = await streamFixture(t, 'Stream');
 const site = await post('/api/v1/locations', { external_key: 'S-SITE', name: 'Site' });
 await post('/api/v1/locations', { external_key: 'S-DOCK', name: 'Dock', parent_id: site.id });
 await post('/api/v1/locations', { external_key: 'S-YARD', name: 'Yard' });
 const a1 = await post('/api/v1/assets', { external_key: 'S-A1', name: 'A1', tags: [{ tag_type: 'rfid', value: 'SA1' }] });
 const a2 = await post('/api/v1/assets', { external_key: 'S-A2', name: 'A2', tags: [{ tag_type: 'rfid', value: 'SA2' }] });
-const BASE = Date.now() - 3_600_000;
-let minute = 0;
-/** A scan, applied before the next step (so that its event's place among HTTP writes is known). */
-const scan = async (loc: string, tag: string) => {
-  await publish(nc, `scans.${org.id}.fixed`, scanBody(loc, [`rfid:${tag}`], new Date(BASE + ++minute * 60_000)));
-  await drained(nc);
-};
 
 t.test('live events, then a disconnect and a resume with Last-Event-ID: every event exactly once, in order', async (t) => {
   const head = (await allEvents(trackd, admin)).at(-1)!.seq;
