@@ -72,11 +72,13 @@ export function feedPanel(after: number, options: FeedOptions): HTMLElement {
   stopFeed();
   const resumed = expiredAt;
   expiredAt = undefined;
+  const liveText = resumed === undefined ? 'Live' : `Live (counts read again: the moves after #${resumed} were no longer in the event log)`;
   const status = h(
     'p',
     { class: 'muted feed-status', 'data-feed-status': 'live', 'data-feed-resumed': resumed === undefined ? undefined : 'expired' },
-    resumed === undefined ? 'Live' : `Live (counts read again: the moves after #${resumed} were no longer in the event log)`,
+    liveText,
   );
+
   const list = h('ol', { class: 'feed', 'aria-label': 'Moves, newest first' });
   const empty = h('li', { class: 'muted' }, 'No moves since this page loaded.');
   list.append(empty);
@@ -113,7 +115,7 @@ export function feedPanel(after: number, options: FeedOptions): HTMLElement {
       return;
     }
     wait = POLL_MS;
-    setStatus('live', 'Live');
+    setStatus('live', liveText);
     const moves = r.data.data
       .filter((e) => e.type === 'asset.moved')
       .map((e) => ({ ...e.data, seq: e.seq }))
