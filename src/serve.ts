@@ -20,6 +20,8 @@ import { ShardActors } from './shards/actors.js';
 import type { JournalEvent } from './shards/journaled.js';
 import { ShardRegistry } from './shards/registry.js';
 import { StorageHealth } from './storage/health.js';
+import { OwnershipTable } from './cluster/ownershipTable.js';
+import { threadRpc, type ThreadRpc } from './cluster/rpcNode.js';
 
 export interface RunningService {
   port: number;
@@ -29,6 +31,8 @@ export interface RunningService {
    * (the in-process test harness; the public surface is the port).
    */
   inject(request: InjectedRequest): Promise<InjectedResponse>;
+  /** Cluster mode: the shards this node serves (the lease wiring sets them; tests move them by hand). */
+  ownership: OwnershipTable | undefined;
   stop(): Promise<void>;
 }
 
@@ -86,10 +90,15 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
       : undefined,
   );
   const readiness = Readiness.initial({ storage: true, consumer: false });
+  // Cluster mode: the shards this node serves; requests for the others go to their owners (shard RPC).
+  const ownership = config.CLUSTER_NODE_ID === undefined ? undefined : new OwnershipTable();
+  for (const shard of config.CLUSTER_STATIC_SHARDS?.split(',') ?? []) ownership?.set(Number(shard), true);
+  const isLocal = ownership === undefined ? undefined : (index: number) => ownership.isLocal(index);
+  let mainRpc: ThreadRpc | undefined;
   const shards = new ShardRegistry(config.DATA_DIR, control, actors.link(options.clock));
   const services: Services = { config, logger, metrics, control, shards, readiness, clock: options.clock, signingKey };
   services.storageHealth = new StorageHealth(config.DATA_DIR, readiness, logger);
-  const http = new HttpThreads(config, logger, readiness, actors, metrics, onCrash, options.logFile);
+  const http = new HttpThreads(config, logger, readiness, actors, metrics, onCrash, options.logFile, ownership?.buffer);
   collectThreadBusy(metrics, () => [
     ['main', performance],
     ...[...http.workers(), ...actors.workers()].map(([name, worker]): [string, LoopClock] => [name, worker.performance]),
@@ -113,14 +122,26 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
   try {
     // Journaled shards reconcile with their journal before they serve: the broker comes first.
     if (journaled) await startBroker();
-    await shards.openAll(config.SHARDS);
+    await shards.openAll(config.SHARDS, isLocal);
+    if (ownership !== undefined) mainRpc = await threadRpc(config.NATS_URL!, 'trackd-rpc-main', ownership, metrics);
     // The HTTP threads boot (module loading, connections) while the broker and the consumer start.
     const threadsReady = http.start(config.HTTP_THREADS);
     threadsReady.catch(() => undefined);
     await startBroker();
     const retentionMs = config.EVENT_RETENTION_SECONDS * 1000;
     // Pruned about ten times per retention (at most every minute), so the log holds at most a tenth more.
-    actors.relayEvents({ natsUrl: natsUrl!, retentionMs, pruneEveryMs: Math.max(100, Math.min(60_000, retentionMs / 10)) });
+    actors.relayEvents({
+      natsUrl: natsUrl!,
+      retentionMs,
+      pruneEveryMs: Math.max(100, Math.min(60_000, retentionMs / 10)),
+      webhooks: {
+        allowedCidrs: config.WEBHOOK_ALLOWED_CIDRS,
+        retryWindowMs: config.WEBHOOK_RETRY_WINDOW_SECONDS * 1000,
+        retryFirstMs: config.WEBHOOK_RETRY_FIRST_MS,
+        retryMaxMs: config.WEBHOOK_RETRY_MAX_MS,
+        timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      },
+    });
     // The consumer starts once HTTP can follow at once: a backlog drains in plain view of /metrics.
     await threadsReady;
     ingest = await startScanIngest(services, natsUrl!, scanSources);
@@ -130,6 +151,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
     await http.stop().catch(() => undefined);
     await ingest?.stop().catch(() => undefined);
     await embedded?.stop();
+    await mainRpc?.close();
     stopLoopAndGc();
     await shards.closeAll();
     await actors.closeAll();
@@ -153,7 +175,11 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
     injector ??= (async () => {
       const [{ createHttpServer }, { Authenticator }] = await Promise.all([import('./http/app.js'), import('./auth/authenticator.js')]);
       const authenticator = new Authenticator(control, signingKey, config.TRACKD_ENV, logger, options.clock);
-      const server = createHttpServer({ ...services, scrapeMetrics: () => http.scrape() }, authenticator, http.rateLimit);
+      const server = createHttpServer(
+        { ...services, scrapeMetrics: () => http.scrape(), forwarding: mainRpc?.forwarding },
+        authenticator,
+        http.rateLimit,
+      );
       return { server, authenticator };
     })();
     return (await injector).server.inject(request);
@@ -169,6 +195,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
         authenticator.close();
       }
       await http.stop();
+      await mainRpc?.close();
       // The rest of the stop runs even if the consumer's did not (the shards close after their last batch).
       await ingest?.stop().catch((err) => logger.warn({ err }, 'the scan consumer did not stop cleanly'));
       await shards.closeAll();
@@ -181,7 +208,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
       logger.flush();
     })());
   crashed = () => void embedded?.stop();
-  return { port, natsUrl: natsUrl!, inject: injectRequest, stop };
+  return { port, natsUrl: natsUrl!, inject: injectRequest, ownership, stop };
 }
 
 /** The journal's events of each shard actor, as log lines. */

@@ -6,6 +6,7 @@ import type { Logger } from './log.js';
 import type { Metrics } from './ops/metrics.js';
 import type { ShardRegistry } from './shards/registry.js';
 import type { StorageHealth } from './storage/health.js';
+import type { ShardForwarding } from './http/forwarding.js';
 
 /** What feature modules are built from. */
 export interface Services {
@@ -24,4 +25,6 @@ export interface Services {
   storageHealth?: StorageHealth;
   /** The installation's token-signing key: the console mints sessions and API keys with it (absent: no console). */
   signingKey?: SigningKey;
+  /** Cluster mode: how requests reach the shards other nodes own (shard RPC). */
+  forwarding?: ShardForwarding;
 }

@@ -18,6 +18,8 @@ export interface ApiKeyRow {
   created_at: number;
   expires_at: number | null;
   revoked_at: number | null;
+  /** When a server last authenticated a request with it, to the minute (KeyUse); null before. */
+  last_used_at: number | null;
 }
 
 interface ApiKeyRecord extends Omit<ApiKeyRow, 'scopes'> {
@@ -80,6 +82,7 @@ export class ControlPlane {
       created_at: Date.now(),
       expires_at: input.expiresAt,
       revoked_at: null,
+      last_used_at: null,
     };
     this.db
       .prepare(
@@ -104,6 +107,18 @@ export class ControlPlane {
     this.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(Date.now(), id);
     const row = this.db.prepare('SELECT revoked_at FROM api_keys WHERE id = ?').get(id) as { revoked_at: number } | undefined;
     return row?.revoked_at;
+  }
+
+  /**
+   * Records uses of keys (id, time): each key's last_used_at moves only forward and only when the
+   * stored one is at least `grainMs` older, so that the threads and processes sharing this file
+   * write a key at most once per grain between them.
+   */
+  recordKeyUse(uses: [string, number][], grainMs: number): void {
+    const update = this.statements.get('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)');
+    this.db.transaction(() => {
+      for (const [id, at] of uses) update.run(at, id, at - grainMs);
+    })();
   }
 
   /** Keys revoked at or after `since` (ms); the server polls this to apply revocations within a second. */

@@ -28,6 +28,7 @@ export function createHttpServer(
     responseCacheBytes: config.RESPONSE_CACHE_MB * 1024 * 1024,
     clock: services.clock,
     sessions,
+    forwarding: services.forwarding,
     eventStreams: {
       ...DEFAULT_HUB_OPTIONS,
       slowMs: config.EVENT_STREAM_SLOW_SECONDS * 1000,

@@ -34,6 +34,8 @@ import { inject, type InjectedRequest, type InjectedResponse } from './inject.js
 import { UploadStream } from './upload.js';
 import { BULK_LIMITS } from '../bulk/limits.js';
 import { checkCsrf, type ClientInfo, type SessionAuth } from '../console/session.js';
+import type { ForwardedAnswer, ForwardedRequest } from '../cluster/rpcWire.js';
+import { answerOf, forwardedHeaders, replyOf, type ShardForwarding } from './forwarding.js';
 import { DEFAULT_HUB_OPTIONS, EventHub, type HubOptions } from '../events/hub.js';
 import { ticketPrincipal } from '../events/tickets.js';
 import { EVENTS_WS_PATH, eventSocket } from '../events/socket.js';
@@ -80,6 +82,10 @@ interface Pending {
   upload: UploadStream | undefined;
   /** A streamed answer being written (exports). */
   stream: import('./route.js').ReplyStream | undefined;
+  /** Sent here by the front node that took it (shard RPC): that node charged its rate limit and writes its headers. */
+  forwarded: boolean;
+  /** The headers to send on should the request go to another node (cluster mode only). */
+  forwardHeaders: Record<string, string> | undefined;
   /** Detaches an event stream when the client goes away. */
   abortEvents: (() => void) | undefined;
 }
@@ -106,6 +112,8 @@ export interface HttpServerOptions {
   rateLimitBuffers?: ReturnType<typeof rateLimitBuffers>;
   /** Web sessions of the console routes (`session: true`); without it those answer 401. */
   sessions?: SessionAuth;
+  /** Cluster mode: requests for the shards of other nodes go to them (shard RPC). */
+  forwarding?: ShardForwarding;
   /** Event stream limits (slow clients); default DEFAULT_HUB_OPTIONS. */
   eventStreams?: HubOptions;
 }
@@ -195,8 +203,23 @@ export class HttpServer {
     }, request);
   }
 
+  /**
+   * Runs a request another node forwarded (shard RPC) through this same pipeline, injected: it was
+   * authenticated and rate-limited there, and is authenticated here again; it is never forwarded on.
+   */
+  async serveForwarded(request: ForwardedRequest): Promise<ForwardedAnswer> {
+    const response = await inject((res, req) => this.onRequest(res, req, true), {
+      method: request.method,
+      url: request.url,
+      headers: request.headers,
+      body: request.body,
+      remoteAddress: request.remoteAddress,
+    });
+    return answerOf(response);
+  }
+
   /** The uWS side of a request: copy what is needed out of `req` (valid only in this call), then the steps. */
-  private onRequest(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
+  private onRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, forwarded = false): void {
     const started = performance.now();
     const method = req.getCaseSensitiveMethod();
     const path = req.getUrl();
@@ -236,6 +259,8 @@ export class HttpServer {
       abortBody: undefined,
       upload: undefined,
       stream: undefined,
+      forwarded,
+      forwardHeaders: this.options.forwarding === undefined || forwarded ? undefined : forwardedHeaders(req),
       abortEvents: undefined,
     };
     res.onAborted(() => {
@@ -315,9 +340,11 @@ export class HttpServer {
     const route = compiled.route;
     try {
       const principal = request.principal instanceof Promise ? await request.principal : request.principal;
-      if (p.isApi && principal !== undefined) this.chargeRate(p, principal.apiKeyId);
+      if (p.isApi && principal !== undefined && !p.forwarded) this.chargeRate(p, principal.apiKeyId);
       if (principal !== undefined) requireScopes(route, principal);
       if (principal?.session !== undefined && route.method !== 'GET') checkCsrf(principal.session, request.client);
+      const remote = this.remoteShard(p, route, principal);
+      if (remote !== undefined) return await this.forward(p, remote, request);
       const shard = resolveShard(this.options.shards, route, principal);
       const errors: FieldError[] = [];
       const { params, query, textParams } = parseInputs(
@@ -362,6 +389,52 @@ export class HttpServer {
     } catch (err) {
       this.fail(p, err);
     }
+  }
+
+  /**
+   * Cluster mode: the shard of the caller's org when another node owns it (the request goes there),
+   * undefined when this node serves it. A forwarded request for a shard this node no longer owns
+   * is refused rather than sent on (no loops while a lease moves).
+   */
+  private remoteShard(p: Pending, route: Route, principal: Principal | undefined): number | undefined {
+    const forwarding = this.options.forwarding;
+    if (forwarding === undefined || principal === undefined || route.orgScoped === false) return undefined;
+    const index = this.options.shards.shardIndexOf(principal.orgId);
+    if (index === undefined || forwarding.isLocal(index)) return undefined;
+    if (p.forwarded)
+      throw new ApiError('service_unavailable', "This node no longer owns the organization's shard; nothing was changed", {
+        headers: { 'Retry-After': '1' },
+      });
+    return index;
+  }
+
+  /** Hands the request to the node that owns `shard` and sends its answer as this exchange's. */
+  private async forward(
+    p: Pending,
+    shard: number,
+    request: { compiled: CompiledRoute; rawQuery: string; body: Promise<Buffer | undefined> | undefined; isHead: boolean },
+  ): Promise<void> {
+    if (request.compiled.route.upload !== undefined)
+      throw new ApiError(
+        'service_unavailable',
+        "Uploads are not forwarded between nodes: this node does not own the organization's shard; send the upload to the node that does",
+      );
+    let body: Buffer | undefined;
+    if (request.body !== undefined) {
+      body = await request.body;
+      if (body === undefined) return; // already answered (413, 408) or the client is gone
+    }
+    // HEAD goes as GET: this exchange writes the answer's headers without its body.
+    const method = p.method === 'HEAD' ? 'GET' : p.method;
+    const forwarded: ForwardedRequest = {
+      method,
+      url: request.rawQuery === '' ? p.path : `${p.path}?${request.rawQuery}`,
+      headers: { ...p.forwardHeaders, 'x-request-id': p.requestId },
+      remoteAddress: p.aborted ? '' : remoteAddress(p.res),
+      body,
+    };
+    const answer = await this.options.forwarding!.forward(shard, forwarded, method === 'GET');
+    this.send(p, replyOf(answer), request.isHead);
   }
 
   /**
@@ -435,7 +508,7 @@ export class HttpServer {
     }
     // Every public-surface response carries the rate-limit headers. A request that never got as far as
     // an API key (no auth needed, or it failed) is counted against the client address, with the same budget.
-    if (p.rate === undefined && p.isApi) {
+    if (p.rate === undefined && p.isApi && !p.forwarded) {
       try {
         this.chargeRate(p, `ip:${remoteAddress(p.res)}`);
       } catch (err) {

@@ -8,6 +8,7 @@ import type { Readiness } from '../ops/readiness.js';
 import type { ShardActors } from '../shards/actors.js';
 import { rateLimitBuffers } from './rateLimit.js';
 import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from './worker.js';
+import { threadFile } from '../runtime/threadFile.js';
 
 interface Thread {
   worker: Worker;
@@ -35,6 +36,8 @@ export class HttpThreads {
     private readonly mainMetrics: Metrics,
     private readonly onCrash: (err: Error) => void,
     private readonly logFile?: string,
+    /** Cluster mode: the node's OwnershipTable buffer, shared with every thread. */
+    private readonly ownership?: SharedArrayBuffer,
   ) {}
 
   /** Starts the threads (each loads its modules, opens its connections and builds its routes) without listening yet. */
@@ -46,8 +49,9 @@ export class HttpThreads {
         readiness: this.readiness.buffer,
         rateLimit: this.rateLimit,
         logFile: this.logFile,
+        ownership: this.ownership,
       };
-      const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData, name: `http-${i}` });
+      const worker = new Worker(threadFile('http/worker.js'), { workerData, name: `http-${i}` });
       const thread: Thread = { worker, next: new Map() };
       worker.on('message', (message: FromHttpWorker) => this.onMessage(thread, message));
       worker.on('error', (err) => this.onCrash(err));

@@ -18,6 +18,8 @@ import { PortMailbox } from '../shards/mailbox.js';
 import { ShardRegistry } from '../shards/registry.js';
 import { StorageHealth } from '../storage/health.js';
 import type { rateLimitBuffers } from './rateLimit.js';
+import { OwnershipTable } from '../cluster/ownershipTable.js';
+import { threadRpc, type ThreadRpc } from '../cluster/rpcNode.js';
 import { createHttpServer } from './app.js';
 
 export interface HttpWorkerData {
@@ -27,6 +29,8 @@ export interface HttpWorkerData {
   rateLimit: ReturnType<typeof rateLimitBuffers>;
   /** Where the thread logs (default: stdout). */
   logFile?: string;
+  /** Cluster mode: the node's OwnershipTable (which shards it serves; the others are forwarded). */
+  ownership?: SharedArrayBuffer;
 }
 
 export type ToHttpWorker =
@@ -83,7 +87,10 @@ try {
     if (answer.type !== 'link') throw new Error('unexpected answer to a shard link request');
     return { mailbox: new PortMailbox(answer.port), generations: new ShardGenerations(answer.generations) };
   });
-  await shards.openAll(config.SHARDS);
+  const ownership = data.ownership === undefined ? undefined : new OwnershipTable(data.ownership);
+  await shards.openAll(config.SHARDS, ownership === undefined ? undefined : (index) => ownership.isLocal(index));
+  const rpc: ThreadRpc | undefined =
+    ownership === undefined ? undefined : await threadRpc(config.NATS_URL!, `trackd-rpc-http-${data.thread}`, ownership, metrics);
   const readiness = new Readiness(data.readiness);
   const services: Services = {
     config,
@@ -93,6 +100,7 @@ try {
     shards,
     readiness,
     signingKey,
+    forwarding: rpc?.forwarding,
     scrapeMetrics: async () => {
       const answer = await ask({ type: 'scrape', request: nextRequest++ });
       return answer.type === 'scraped' ? answer.text : '';
@@ -100,6 +108,7 @@ try {
   };
   services.storageHealth = new StorageHealth(config.DATA_DIR, readiness, logger);
   const http = createHttpServer(services, authenticator, data.rateLimit);
+  await rpc?.serve((request) => http.serveForwarded(request), logger);
 
   command = (message) => {
     switch (message.type) {
@@ -115,6 +124,7 @@ try {
       case 'stop':
         void (async () => {
           await http.stop();
+          await rpc?.close();
           await shards.closeAll();
           authenticator.close();
           services.storageHealth?.close();

@@ -33,9 +33,9 @@ export class ShardRegistry {
     private readonly link: ActorLink = inThreadActors(dataDir, control),
   ) {}
 
-  /** Opens shards 0..count-1 and every shard an existing org is recorded on. */
-  async openAll(count: number): Promise<void> {
-    await Promise.all([...shardIndexes(this.control, count)].map((i) => this.open(i)));
+  /** Opens shards 0..count-1 and every shard an existing org is recorded on (in cluster mode: those this node owns). */
+  async openAll(count: number, isLocal: (index: number) => boolean = () => true): Promise<void> {
+    await Promise.all([...shardIndexes(this.control, count)].filter(isLocal).map((i) => this.open(i)));
   }
 
   open(index: number): Promise<Shard> {

@@ -1,0 +1,44 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { ShardForwarding } from '../http/forwarding.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../ops/metrics.js';
+import { connectNats } from '../scans/streams.js';
+import type { OwnershipTable } from './ownershipTable.js';
+import { ShardRpcClient } from './rpcClient.js';
+import { ShardRpcServer, type ForwardedHandler } from './rpcServer.js';
+
+/** One thread's part in shard RPC: its connection, the forwarding its HTTP server uses, and (HTTP threads) the owner's side. */
+export interface ThreadRpc {
+  forwarding: ShardForwarding;
+  /** Answers the forwarded requests of the shards this node owns, following the table; resolves once subscribed. */
+  serve(handle: ForwardedHandler, logger: Logger): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function threadRpc(natsUrl: string, name: string, table: OwnershipTable, metrics: Metrics): Promise<ThreadRpc> {
+  const nc: NatsConnection = await connectNats(natsUrl, name, { reconnect: true });
+  const client = new ShardRpcClient(nc, (miss) =>
+    metrics.inc('trackd_shard_rpc_misses_total', 'Forwarded requests that got no answer from an owner (no owner, timeout, broker away)', {
+      reason: miss,
+    }),
+  );
+  let server: ShardRpcServer | undefined;
+  let unfollow: (() => void) | undefined;
+  return {
+    forwarding: {
+      isLocal: (shard) => table.isLocal(shard),
+      forward: (shard, request, isRead) => client.forward(shard, request, isRead),
+    },
+    async serve(handle, logger) {
+      server = new ShardRpcServer(nc, (shard) => table.isLocal(shard), handle, logger);
+      const following = server;
+      unfollow = table.follow((local) => following.follow(local));
+      await following.flush();
+    },
+    async close() {
+      unfollow?.();
+      server?.close();
+      await nc.drain().catch(() => nc.close());
+    },
+  };
+}
