@@ -77,11 +77,13 @@ function lentScopes(ctx: RequestContext, types: readonly string[]): string[] {
 }
 
 export function webhookRoutes(services: Services): Route[] {
-  const policy = new AddressPolicy(services.config.WEBHOOK_ALLOWED_CIDRS);
+  // Built at the first request: building the routes reads no service (the client generator builds them without any).
+  let policy: AddressPolicy | undefined;
   let key: Promise<Buffer> | undefined;
   const encrypt = async (orgId: number, secret: string) =>
     encryptSecret(await (key ??= secretsKey(services.config.DATA_DIR)), orgId, secret);
   const checkAddress = async (url: string) => {
+    policy ??= new AddressPolicy(services.config.WEBHOOK_ALLOWED_CIDRS);
     const refusal = await policy.hostRefusal(new URL(url).hostname);
     if (refusal !== undefined) throw ApiError.validation([fieldError('url', 'invalid_value', `url refused: ${refusal}`)]);
   };

@@ -44,7 +44,8 @@ export const WebhookView = Type.Object(
     filters: WebhookFilters,
     status: Type.Union([Type.Literal('active'), Type.Literal('paused')]),
     paused_reason: Nullable(
-      Type.Union([Type.Literal('gone'), Type.Literal('retry_window'), Type.Literal('manual')], {
+      Type.String({
+        enum: ['gone', 'retry_window', 'manual'],
         description:
           '`gone`: the receiver answered 410; `retry_window`: an event failed for the whole retry window; `manual`: set by PATCH.',
       }),
