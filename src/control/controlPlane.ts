@@ -157,6 +157,12 @@ export class ControlPlane {
     }[];
   }
 
+  /** The next id of `entity` this file would hand out (1 when none was): cluster blocks start no lower. */
+  localNextId(entity: string): number {
+    const row = this.db.prepare('SELECT next_id FROM id_blocks WHERE entity = ?').get(entity) as { next_id: number } | undefined;
+    return row?.next_id ?? 1;
+  }
+
   /** Reserves a block of ids for one entity type; ids are unique per type across all shards. */
   reserveIds(entity: string, count = ID_BLOCK_SIZE): { start: number; end: number } {
     return this.db

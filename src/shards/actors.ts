@@ -41,6 +41,8 @@ export class ShardActors {
       snapshots?: SnapshotPolicy;
       onEvent: (index: number, event: JournalEvent) => void;
     },
+    /** Cluster mode: where the actors reserve id blocks (the cluster's control bucket). */
+    private readonly clusterIds?: ShardWorkerData['clusterIds'],
   ) {}
 
   private start(index: number): Promise<Actor> {
@@ -55,6 +57,7 @@ export class ShardActors {
           recordDir: this.recordDir,
           journal: this.journal?.settings(),
           snapshots: this.journal?.snapshots,
+          clusterIds: this.clusterIds,
         };
         const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData, name: `shard-${index}` });
         let started = false;

@@ -7,23 +7,14 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { ControlKv } from '../../src/control/controlKv.js';
 import { connectNats } from '../../src/scans/streams.js';
-import { ALL_SCOPES, eventually, startNats, startTrackd } from '../helpers/trackd.js';
-
-async function twoNodes(t: Test) {
-  const nats = await startNats(t);
-  const node = (id: string, shard: number) =>
-    startTrackd(t, {
-      natsUrl: nats.url,
-      env: { CLUSTER_NODE_ID: id, CLUSTER_STATIC_SHARDS: String(shard), SHARDS: '2', HTTP_THREADS: '1' },
-    });
-  return { nats, a: await node('node-a', 0), b: await node('node-b', 1) };
-}
+import { startTwoNodes } from '../helpers/cluster.js';
+import { ALL_SCOPES, eventually, startNats } from '../helpers/trackd.js';
 
 t.test('a key minted on one node authenticates on the other; a revocation there is refused within a second', async (t) => {
-  const { a, b } = await twoNodes(t);
+  const { a, b } = await startTwoNodes(t);
   const signingKey = (dir: string) => fs.readFileSync(path.join(dir, 'keys', 'signing-key.json'), 'utf8');
   t.equal(signingKey(b.dataDir), signingKey(a.dataDir), 'both nodes sign with the cluster’s one key');
 
@@ -58,13 +49,22 @@ t.test('a key minted on one node authenticates on the other; a revocation there 
 });
 
 t.test('orgs made on two nodes at once get distinct ids, known to both', async (t) => {
-  const { a, b } = await twoNodes(t);
+  const { a, b } = await startTwoNodes(t);
   const made = await Promise.all([...[1, 2, 3].map((i) => a.createOrg(`A${i}`)), ...[1, 2, 3].map((i) => b.createOrg(`B${i}`))]);
   const ids = made.map((o) => o.id).sort((x, y) => x - y);
   t.same(ids, [1, 2, 3, 4, 5, 6], 'six orgs, six ids');
   const names = (list: { id: number; name: string }[]) => list.map((o) => `${o.id}:${o.name}`).sort();
   await eventually(async () => names(await b.cli(['orgs', 'list'])).length === 6, 1000);
   t.same(names(await b.cli(['orgs', 'list'])), names(await a.cli(['orgs', 'list'])), 'both nodes list the same orgs');
+
+  // Org 1 lives on shard 0 (node A), org 2 on shard 1 (node B): their id blocks come from the one bucket.
+  const [key1, key2] = [await a.createKey(1), await a.createKey(2)];
+  await eventually(async () => (await b.http('GET', '/api/v1/orgs/me', { token: key2.token })).status === 200, 1000);
+  const asset1 = await a.http('POST', '/api/v1/assets', { token: key1.token, body: { name: 'On A' } });
+  const asset2 = await b.http('POST', '/api/v1/assets', { token: key2.token, body: { name: 'On B' } });
+  t.equal(asset1.status, 201);
+  t.equal(asset2.status, 201);
+  t.not(asset1.json.data.id, asset2.json.data.id, 'assets created on two nodes never share an id');
 });
 
 t.test('id blocks reserved from two connections at once never overlap', async (t) => {

@@ -6,7 +6,8 @@
  * 503 with Retry-After at once and reads ask again until an owner answers (or about 2 s pass).
  */
 import t, { type Test } from 'tap';
-import { ALL_SCOPES, eventually, startNats, startTrackd, type HttpResult, type Trackd } from '../helpers/trackd.js';
+import { startTwoNodes } from '../helpers/cluster.js';
+import { ALL_SCOPES, eventually, type HttpResult, type Trackd } from '../helpers/trackd.js';
 
 /** What a client sees of an answer, less what is the exchange's own (request id, rate-limit headers). */
 function seen(res: HttpResult) {
@@ -21,14 +22,7 @@ function seen(res: HttpResult) {
 }
 
 async function twoNodes(t: Test) {
-  const nats = await startNats(t);
-  const node = (id: string, shard: number) =>
-    startTrackd(t, {
-      natsUrl: nats.url,
-      env: { CLUSTER_NODE_ID: id, CLUSTER_STATIC_SHARDS: String(shard), SHARDS: '2', HTTP_THREADS: '1' },
-    });
-  const a = await node('node-a', 0);
-  const b = await node('node-b', 1);
+  const { a, b } = await startTwoNodes(t);
   const org = await a.createOrg('Forwarded Org'); // org 1: shard 0, node A's
   const { token } = await a.createKey(org.id, ALL_SCOPES);
   // The key reaches node B's control file through the cluster's bucket.
