@@ -2,6 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { cidrListProblem } from './webhooks/addresses.js';
 
 const IntString = (min: number, max: number) => Type.Integer({ minimum: min, maximum: max });
 
@@ -20,11 +21,18 @@ export const ConfigSchema = Type.Object({
   HISTORY_GAP_SECONDS: IntString(0, 31_536_000),
   EVENT_ID_RETENTION_SECONDS: IntString(1, 31_536_000),
   EVENT_RETENTION_SECONDS: IntString(1, 31_536_000),
+  EVENT_STREAM_SLOW_SECONDS: IntString(1, 3600),
+  EVENT_STREAM_MAX_LAG: IntString(1, 100_000_000),
   RESPONSE_CACHE_MB: IntString(0, 65_536),
   SHARD_JOURNAL: Type.Union([Type.Literal('on'), Type.Literal('off')]),
   JOURNAL_REPLICAS: IntString(1, 5),
   SNAPSHOT_EVERY_ENTRIES: IntString(1, 100_000_000),
   SNAPSHOT_EVERY_SECONDS: IntString(1, 31_536_000),
+  WEBHOOK_ALLOWED_CIDRS: Type.Optional(Type.String()),
+  WEBHOOK_RETRY_WINDOW_SECONDS: IntString(1, 31_536_000),
+  WEBHOOK_RETRY_FIRST_MS: IntString(1, 86_400_000),
+  WEBHOOK_RETRY_MAX_MS: IntString(1, 86_400_000),
+  WEBHOOK_TIMEOUT_MS: IntString(100, 300_000),
   CLUSTER_NODE_ID: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' })),
   CLUSTER_STATIC_SHARDS: Type.Optional(Type.String({ pattern: '^\\d{1,3}(,\\d{1,3})*$' })),
 });
@@ -45,11 +53,17 @@ const DEFAULTS: Record<string, string> = {
   HISTORY_GAP_SECONDS: '300',
   EVENT_ID_RETENTION_SECONDS: '86400',
   EVENT_RETENTION_SECONDS: '604800',
+  EVENT_STREAM_SLOW_SECONDS: '10',
+  EVENT_STREAM_MAX_LAG: '10000',
   RESPONSE_CACHE_MB: '64',
   SHARD_JOURNAL: 'off',
   JOURNAL_REPLICAS: '1',
   SNAPSHOT_EVERY_ENTRIES: '10000',
   SNAPSHOT_EVERY_SECONDS: '3600',
+  WEBHOOK_RETRY_WINDOW_SECONDS: '259200',
+  WEBHOOK_RETRY_FIRST_MS: '5000',
+  WEBHOOK_RETRY_MAX_MS: '3600000',
+  WEBHOOK_TIMEOUT_MS: '10000',
 };
 
 const INTEGER_VARS = new Set([
@@ -61,10 +75,16 @@ const INTEGER_VARS = new Set([
   'HISTORY_GAP_SECONDS',
   'EVENT_ID_RETENTION_SECONDS',
   'EVENT_RETENTION_SECONDS',
+  'EVENT_STREAM_SLOW_SECONDS',
+  'EVENT_STREAM_MAX_LAG',
   'RESPONSE_CACHE_MB',
   'JOURNAL_REPLICAS',
   'SNAPSHOT_EVERY_ENTRIES',
   'SNAPSHOT_EVERY_SECONDS',
+  'WEBHOOK_RETRY_WINDOW_SECONDS',
+  'WEBHOOK_RETRY_FIRST_MS',
+  'WEBHOOK_RETRY_MAX_MS',
+  'WEBHOOK_TIMEOUT_MS',
 ]);
 
 /** Reads the configuration; a bad value throws a ConfigError whose one-line message names the variable. */
@@ -89,6 +109,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`${name}: ${message}, got ${JSON.stringify(raw[name])}`);
   }
   const config = raw as Config;
+  if (config.WEBHOOK_ALLOWED_CIDRS !== undefined) {
+    const problem = cidrListProblem(config.WEBHOOK_ALLOWED_CIDRS);
+    if (problem !== undefined)
+      throw new ConfigError(`WEBHOOK_ALLOWED_CIDRS: ${problem}, got ${JSON.stringify(config.WEBHOOK_ALLOWED_CIDRS)}`);
+  }
   if (config.CLUSTER_NODE_ID !== undefined && config.NATS_URL === undefined)
     throw new ConfigError(
       'CLUSTER_NODE_ID: cluster mode needs NATS_URL (the nodes meet on a nats-server of their own, not an embedded one)',

@@ -11,6 +11,7 @@ import { opsRoutes } from './ops/routes.js';
 import { orgRoutes } from './orgs/routes.js';
 import { scanRoutes } from './scans/routes.js';
 import { eventRoutes } from './events/routes.js';
+import { webhookRoutes } from './webhooks/routes.js';
 import type { Services } from './services.js';
 import { mirroredReads } from './console/mirror.js';
 import { consoleRoutes } from './console/routes.js';
@@ -27,6 +28,7 @@ export function allRoutes(services: Services, sessions?: SessionAuth): Route[] {
     ...bulkRoutes('locations', locationBatchCommand, ['locations:write']),
     ...scanRoutes(),
     ...eventRoutes(),
+    ...webhookRoutes(services),
     ...exportRoutes({
       assets: masterListParams(['external_key'], 'external_key'),
       locations: locationListQuery,

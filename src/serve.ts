@@ -137,7 +137,18 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
     await startBroker();
     const retentionMs = config.EVENT_RETENTION_SECONDS * 1000;
     // Pruned about ten times per retention (at most every minute), so the log holds at most a tenth more.
-    actors.relayEvents({ natsUrl: natsUrl!, retentionMs, pruneEveryMs: Math.max(100, Math.min(60_000, retentionMs / 10)) });
+    actors.relayEvents({
+      natsUrl: natsUrl!,
+      retentionMs,
+      pruneEveryMs: Math.max(100, Math.min(60_000, retentionMs / 10)),
+      webhooks: {
+        allowedCidrs: config.WEBHOOK_ALLOWED_CIDRS,
+        retryWindowMs: config.WEBHOOK_RETRY_WINDOW_SECONDS * 1000,
+        retryFirstMs: config.WEBHOOK_RETRY_FIRST_MS,
+        retryMaxMs: config.WEBHOOK_RETRY_MAX_MS,
+        timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      },
+    });
     // The consumer starts once HTTP can follow at once: a backlog drains in plain view of /metrics.
     await threadsReady;
     ingest = await startScanIngest(services, natsUrl!, scanSources);

@@ -71,7 +71,7 @@ export async function openRouteTable(dataDir: string): Promise<OpenRouteTable> {
         principal,
         shard,
         textParams,
-        headers: { accept: '', idempotencyKey: '', contentType: '' },
+        headers: { accept: '', idempotencyKey: '', contentType: '', lastEventId: '' },
       };
     },
     async close() {

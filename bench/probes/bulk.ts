@@ -1,13 +1,15 @@
 /**
  * Bulk import and export through the HTTP jobs (issue 16), each beside a ceiling measured in the same run:
  *
- *   node dist/bench/probes/bulk.js [--rows 1000000] [--out bench/results/bulk.json]
+ *   node dist/bench/probes/bulk.js [--rows 1000000] [--out bench/results/bulk.json] [--cpu-prof-dir DIR]
  *
  * - import: a CSV of `rows` assets with one tag each, POSTed to /api/v1/assets/bulk of a `trackd serve`
  *   child (production settings), timed from the first byte sent to the job's `completed`; then the
  *   same file again in upsert mode (every row unchanged). Ceiling: the same rows inserted straight
  *   into a fresh shard file (same schema and indexes, one transaction per 1,000 rows, prepared
  *   statements, no validation, no HTTP, no records).
+ * - reads during the import: one client reading the same org (a list page, an asset by id) back to back
+ *   while the import runs, p50/p99/max; ceiling: the same reads for 10 s once the import finished.
  * - export: GET /api/v1/assets/export read to its end (NDJSON), rows/s and trackd's resident memory
  *   sampled during it against before it. Ceiling: the export's own query iterated on the shard
  *   file with each row serialized (JSON.stringify), in this process.
@@ -31,7 +33,7 @@ import { machine } from '../lib/processes.js';
 import { startBenchNats, TrackdProcess } from '../lib/trackd.js';
 import { ROOT } from '../lib/processes.js';
 
-const { values } = parseArgs({ options: { rows: { type: 'string' }, out: { type: 'string' } } });
+const { values } = parseArgs({ options: { rows: { type: 'string' }, out: { type: 'string' }, 'cpu-prof-dir': { type: 'string' } } });
 const ROWS = Number(values.rows ?? 1_000_000);
 const OUT = values.out ?? path.join(ROOT, 'bench', 'results', 'bulk.json');
 const BIN = path.join(ROOT, 'bin', 'trackd.js');
@@ -94,6 +96,37 @@ async function importOnce(base: string, token: string, file: string, mode: strin
     if (job.status === 'completed' || job.status === 'failed') return { seconds: (performance.now() - started) / 1000, job };
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** Closed-loop HTTP reads on the importing org (a list page, then an asset by id), one at a time, until `stop`; each one's latency in ms. */
+async function readLoop(base: string, token: string, stop: { done: boolean }): Promise<number[]> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const latencies: number[] = [];
+  const paths = ['/api/v1/assets?limit=20', '/api/v1/assets/1'];
+  for (let i = 0; !stop.done; i++) {
+    const started = performance.now();
+    await text(await request(`${base}${paths[i % 2]}`, { agent, headers: { authorization: `Bearer ${token}` } }));
+    latencies.push(performance.now() - started);
+  }
+  agent.destroy();
+  return latencies;
+}
+
+function percentiles(latencies: number[]): { reads: number; p50_ms: number; p99_ms: number; max_ms: number } {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const at = (q: number) => Math.round((sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0) * 10) / 10;
+  return { reads: sorted.length, p50_ms: at(0.5), p99_ms: at(0.99), max_ms: at(1) };
+}
+
+/** The reads alone for `ms` (the ceiling of the reads-during-import figure, same process, same data). */
+async function idleReads(base: string, token: string, ms: number): Promise<number[]> {
+  const stop = { done: false };
+  const timer = setTimeout(() => {
+    stop.done = true;
+  }, ms);
+  const latencies = await readLoop(base, token, stop);
+  clearTimeout(timer);
+  return latencies;
 }
 
 function rssMb(pid: number): number {
@@ -187,12 +220,25 @@ try {
     '--env',
     'production',
   ]);
-  const trackd = await TrackdProcess.start({ dataDir, natsUrl: nats.url, env: { SHARDS: '1', HTTP_THREADS: '2' } });
+  const profDir = values['cpu-prof-dir'];
+  const trackd = await TrackdProcess.start({
+    dataDir,
+    natsUrl: nats.url,
+    env: { SHARDS: '1', HTTP_THREADS: '2' },
+    nodeArgs: profDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', path.resolve(profDir)],
+  });
   let first: Awaited<ReturnType<typeof importOnce>>;
   let again: Awaited<ReturnType<typeof importOnce>>;
   let exported: Awaited<ReturnType<typeof exportOnce>>;
+  let duringImport: ReturnType<typeof percentiles>;
+  let idle: ReturnType<typeof percentiles>;
   try {
+    const stopReads = { done: false };
+    const readsDuring = readLoop(trackd.url, token, stopReads);
     first = await importOnce(trackd.url, token, csv, 'create');
+    stopReads.done = true;
+    duringImport = percentiles(await readsDuring);
+    idle = percentiles(await idleReads(trackd.url, token, 10_000));
     again = await importOnce(trackd.url, token, csv, 'upsert');
     exported = await exportOnce(trackd.url, token, trackd.child.pid!);
   } finally {
@@ -221,6 +267,12 @@ try {
       },
       ceiling_sqlite_insert_rows_per_s: round(insertRate),
       vs_ceiling: Math.round((importRate / insertRate) * 100) / 100,
+    },
+    reads_during_import: {
+      ...duringImport,
+      ceiling_idle_reads: idle,
+      p99_vs_idle: Math.round((duringImport.p99_ms / Math.max(0.1, idle.p99_ms)) * 10) / 10,
+      target_p99_ms: 50,
     },
     reimport_upsert: {
       rows_per_s: round(upsertRate),

@@ -6,7 +6,7 @@
  * from a connection of the probe after each batch, so each count is one commit's) and the
  * checkpoint's time. Prints one JSON document.
  *
- *   node dist/bench/probes/fieldRereads.js --data DIR [--batch 20000] [--batches 5] [--moves 0.05] [--gap-s 300]
+ *   node dist/bench/probes/fieldRereads.js --data DIR [--batch 20000] [--batches 5] [--moves 0.05] [--gap-s 300] [--warm]
  *   node dist/bench/probes/fieldRereads.js --data DIR --prepare
  *
  * DIR is a stopped trackd's DATA_DIR (bench --keep: <workdir>/data); it is copied first, except
@@ -16,7 +16,9 @@
  * --prepare, which reads every position once (in place) so that the visits are open "now":
  * afterwards every re-read within the gap extends its visit, as in the field, where a parked tag is
  * read every few seconds. The bench seeds its history two days back, so on an unprepared copy the
- * first read of each asset opens a new visit (a history row) instead.
+ * first read of each asset opens a new visit (a history row) instead. --warm reads every position
+ * once where it is before the measured batches (not measured), as the bench's ingest-field does, so
+ * that they meet tags and positions already in the writer's memory, as a running trackd's would.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -37,6 +39,7 @@ const { values } = parseArgs({
     moves: { type: 'string' },
     'gap-s': { type: 'string' },
     prepare: { type: 'boolean' },
+    warm: { type: 'boolean' },
   },
 });
 if (values.data === undefined) throw new Error('--data DIR is required');
@@ -156,6 +159,27 @@ if (values.prepare) {
     }
     return scan(where, reads, base + message++, 'field');
   };
+  let warmSeconds: number | undefined;
+  if (values.warm) {
+    const started = performance.now();
+    let batch: SourcedScan[] = [];
+    let reads = 0;
+    for (const [locationId, assets] of parked) {
+      for (let i = 0; i < assets.length; i += READS) {
+        batch.push(scan(locationId, assets.slice(i, i + READS), base, 'warm'));
+        reads += Math.min(READS, assets.length - i);
+        if (reads >= BATCH_READS) {
+          await applyScanBatch(shard, batch, { historyGapMs: GAP_MS, now: base });
+          checkpoint();
+          batch = [];
+          reads = 0;
+        }
+      }
+    }
+    if (batch.length > 0) await applyScanBatch(shard, batch, { historyGapMs: GAP_MS, now: base });
+    warmSeconds = (performance.now() - started) / 1000;
+  }
+  message = 1;
   checkpoint();
   const batches: Record<string, number>[] = [];
   for (let b = 0; b < BATCHES; b++) {
@@ -194,6 +218,7 @@ if (values.prepare) {
         batch_reads: BATCH_READS,
         moves: MOVES,
         open_seconds: Number(openSeconds.toFixed(1)),
+        warm_seconds: warmSeconds === undefined ? undefined : Number(warmSeconds.toFixed(1)),
         history_rows_after: history,
         median: {
           reads_per_s: median('reads_per_s'),

@@ -363,6 +363,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/events/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Server-Sent Events: each event as `id: <seq>`, `event: <type>`, `data: <Event>`; reconnects resume with Last-Event-ID. Browsers authenticate with `?ticket=` (POST /api/v1/events/tickets) */
+        get: operations["streamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/tickets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A single-use ticket for one event stream, valid 60 s (browsers: EventSource cannot send the key) */
+        post: operations["createStreamTicket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/assets/export": {
         parameters: {
             query?: never;
@@ -692,6 +726,8 @@ export interface components {
             id: number;
             external_key: string;
         };
+        /** @description Server-Sent Events frames, each carrying one `Event` as its data */
+        EventStreamBody: string;
         /** @description NDJSON (application/x-ndjson, the default): one list item per line. CSV (Accept: text/csv): a header row, then one row per item; the asset and location exports use the import columns, so an exported file imports back (mode=upsert) as a no-op. */
         ExportBody: string;
         FieldError: {
@@ -861,6 +897,17 @@ export interface components {
         };
         RenameRequest: {
             external_key: string;
+        };
+        StreamTicket: {
+            /** @description Pass as `?ticket=` to GET /api/v1/events/stream or to the events WebSocket (GET /api/v1/events/ws, docs/events-websocket.md), once, within its validity. */
+            ticket: string;
+            /** Format: date-time */
+            expires_at: string;
+        };
+        /** @description Empty: the ticket carries the scopes of the key that asks for it. */
+        StreamTicketRequest: Record<string, never>;
+        StreamTicketResponse: {
+            data: components["schemas"]["StreamTicket"];
         };
         Tag: {
             /** Format: int64 */
@@ -5603,6 +5650,315 @@ export interface operations {
             };
             /** @description cursor_expired (the events after the cursor are pruned; header Trackd-Oldest-Seq names the oldest held) */
             410: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description service_unavailable (shutting down) */
+            503: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    streamEvents: {
+        parameters: {
+            query?: {
+                /** @description Start after this sequence (Last-Event-ID wins when sent; neither: new events only). */
+                after?: number;
+                /** @description Only these event types (repeatable). */
+                type?: ("asset.moved" | "asset.created" | "asset.updated" | "asset.deleted" | "location.created" | "location.updated" | "location.deleted" | "tag.attached" | "tag.detached")[];
+                /** @description Only events of these assets (moves, changes, their tags). */
+                asset_id?: number[];
+                /** @description Only events at this location or below it: moves from or to the subtree, its locations and their tags. */
+                location_id?: number;
+                /** @description A stream ticket, instead of the Authorization header (browsers). */
+                ticket?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A Server-Sent Events stream: one frame per event, `id: <seq>`, `event: <type>`, `data: <Event>` (the `Event` schema). It starts after the `Last-Event-ID` request header (what EventSource sends on a reconnect), else after `after`, else at the head. The last frame of a stream the server ends is `event: close` with `data: {"reason","resume_after"}`; reasons: slow_consumer, unauthorized (key revoked or expired), cursor_expired, shutdown. Reconnect with Last-Event-ID = resume_after. A comment line every 5 s keeps an idle stream open. */
+            200: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["EventStreamBody"];
+                };
+            };
+            /** @description validation_error or bad_request */
+            400: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description service_unavailable (shutting down) */
+            503: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    createStreamTicket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StreamTicketRequest"];
+            };
+        };
+        responses: {
+            /** @description The ticket; the stream it opens has this key's scopes */
+            201: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamTicketResponse"];
+                };
+            };
+            /** @description validation_error or bad_request */
+            400: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description request_timeout (the body did not arrive in time) */
+            408: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    /** @description Correlation id (ULID, or the client-supplied value echoed) */
+                    "X-Request-ID"?: string;
+                    /** @description Requests allowed per window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     /** @description Correlation id (ULID, or the client-supplied value echoed) */
                     "X-Request-ID"?: string;

@@ -33,35 +33,13 @@ const PAGE = 200;
 const SHOWN = 50;
 
 let stopActive: () => void = () => undefined;
+/** Set when a feed's cursor expired: the view read again says so in its feed's status. */
+let expiredAt: number | undefined;
 
 /** Stops the feed of the view being left (navigation, sign-out). */
 export function stopFeed(): void {
   stopActive();
   stopActive = () => undefined;
-}
-
-/**
- * The organization's last event sequence: a page after the largest cursor holds no events and
- * cannot be expired, and carries `last_seq` (the head, one indexed read).
- */
-export async function latestSeq(): Promise<number | undefined> {
-  const r = await get<EventPage>(`${EVENTS}?after=${Number.MAX_SAFE_INTEGER}&limit=1`);
-  return r.ok ? r.data.last_seq : undefined;
-}
-
-/**
- * Loads a view and returns the sequence its counts reflect exactly: read before and after the
- * view's reads; when an event landed between them the view is read again (a few times at most),
- * so a move the feed applies was never already counted.
- */
-export async function loadAt(load: () => Promise<void>): Promise<number | undefined> {
-  let before = await latestSeq();
-  for (let attempt = 0; ; attempt++) {
-    await load();
-    const after = await latestSeq();
-    if (before === undefined || after === undefined || after === before || attempt === 2) return before;
-    before = after;
-  }
 }
 
 export interface FeedOptions {
@@ -73,14 +51,34 @@ export interface FeedOptions {
   onExpired: () => void;
 }
 
+/** The sequence a view's part reflects (its `as_of_seq`), kept on its element: moves up to it are in it already. */
+export function reflects(el: HTMLElement, seq: number): void {
+  el.dataset.asOfSeq = String(seq);
+}
+
+/** The moves `el` does not reflect yet (after its `as_of_seq`, all of them when it has none). */
+export function notReflected(el: HTMLElement, moves: Move[]): Move[] {
+  const asOf = Number(el.dataset.asOfSeq ?? -1);
+  return moves.filter((m) => m.seq > asOf);
+}
+
 /**
- * The live feed panel: follows the event log from `after` with a short poll, lists each move, and
- * hands them to the view. After a network drop it keeps its cursor and resumes from the last
- * sequence it applied, so no move is missed or applied twice.
+ * The live feed panel: follows the event log from `after` (the lowest `as_of_seq` of the view's
+ * reads) with a short poll, lists each move, and hands them to the view, which applies to each of
+ * its parts only the moves after that part's own `as_of_seq`. After a network drop it keeps its
+ * cursor and resumes from the last sequence it applied, so no move is missed or applied twice.
  */
 export function feedPanel(after: number, options: FeedOptions): HTMLElement {
   stopFeed();
-  const status = h('p', { class: 'muted feed-status', 'data-feed-status': 'live' }, 'Live');
+  const resumed = expiredAt;
+  expiredAt = undefined;
+  const liveText = resumed === undefined ? 'Live' : `Live (counts read again: the moves after #${resumed} were no longer in the event log)`;
+  const status = h(
+    'p',
+    { class: 'muted feed-status', 'data-feed-status': 'live', 'data-feed-resumed': resumed === undefined ? undefined : 'expired' },
+    liveText,
+  );
+
   const list = h('ol', { class: 'feed', 'aria-label': 'Moves, newest first' });
   const empty = h('li', { class: 'muted' }, 'No moves since this page loaded.');
   list.append(empty);
@@ -107,6 +105,7 @@ export function feedPanel(after: number, options: FeedOptions): HTMLElement {
     if (!r.ok) {
       if (r.status === 410) {
         stopFeed();
+        expiredAt = cursor;
         return options.onExpired();
       }
       if (r.status === 401) return; // the session ended: the console returns to sign-in
@@ -116,7 +115,7 @@ export function feedPanel(after: number, options: FeedOptions): HTMLElement {
       return;
     }
     wait = POLL_MS;
-    setStatus('live', 'Live');
+    setStatus('live', liveText);
     const moves = r.data.data
       .filter((e) => e.type === 'asset.moved')
       .map((e) => ({ ...e.data, seq: e.seq }))
@@ -156,9 +155,12 @@ function moveItem(m: Move): HTMLElement {
   );
 }
 
-/** Applies moves to the tree rows in `root` (data-location, data-count here / subtree) without reading them again. */
+/**
+ * Applies moves to the tree rows in `root` (data-location, data-count here / subtree) without
+ * reading them again: only those after the sequence its counts were read at.
+ */
 export function applyToCounts(root: HTMLElement, moves: Move[]): void {
-  for (const m of moves) {
+  for (const m of notReflected(root, moves)) {
     const delta = new Map<number, { here: number; subtree: number }>();
     const at = (id: number) => delta.get(id) ?? delta.set(id, { here: 0, subtree: 0 }).get(id)!;
     at(m.to.id).here += 1;

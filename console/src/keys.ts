@@ -11,12 +11,14 @@ interface Key {
   created_at: string;
   expires_at: string | null;
   revoked_at: string | null;
+  last_used_at: string | null;
 }
 
 const RESOURCES = [
   { name: 'assets', label: 'Assets', access: ['read', 'write'] },
   { name: 'locations', label: 'Locations', access: ['read', 'write'] },
   { name: 'tracking', label: 'Tracking (current locations, history)', access: ['read'] },
+  { name: 'webhooks', label: 'Webhooks (endpoints, delivery log)', access: ['read', 'write'] },
 ];
 const EXPIRY = [
   ['30d', '30 days'],
@@ -79,7 +81,11 @@ function keyTable(keys: Key[], refresh: () => Promise<void>): HTMLElement {
           h('td', { 'data-label': 'Scopes' }, k.scopes.join(', ')),
           h('td', { 'data-label': 'Created' }, when(k.created_at)),
           h('td', { 'data-label': 'Expires' }, k.expires_at ? when(k.expires_at) : 'never'),
-          h('td', { 'data-label': 'Last used', title: 'trackd does not record when a key was last used' }, 'not recorded'),
+          h(
+            'td',
+            { 'data-label': 'Last used', title: 'Recorded to the minute' },
+            k.last_used_at ? h('time', { datetime: k.last_used_at }, when(k.last_used_at)) : 'never',
+          ),
           h('td', { 'data-label': 'Status', class: k.revoked_at ? 'revoked' : '' }, status(k)),
           h(
             'td',

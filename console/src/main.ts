@@ -88,7 +88,7 @@ async function render(notice?: string): Promise<void> {
       break;
     case 'assets':
       document.title = 'Asset · trackd';
-      await assetView(main, Number(parts[1]));
+      await assetView(main, Number(parts[1]), reload);
       break;
     case 'locations':
       document.title = 'Locations · trackd';

@@ -1,8 +1,11 @@
 import { get, query, type Page, type Result } from './api.js';
 import { h, replace, when } from './dom.js';
-import { applyToCounts, feedPanel, loadAt, type Move } from './feed.js';
+import { applyToCounts, feedPanel, notReflected, reflects, type Move } from './feed.js';
 
 const PAGE = 50;
+
+/** A page the feed can follow: the event sequence it reflects. */
+type SeqPage<T> = Page<T> & { as_of_seq: number };
 
 interface TreeItem {
   id: number;
@@ -75,13 +78,22 @@ function tags(list: Tag[]): HTMLElement {
   return h('ul', { class: 'tags' }, ...list.map((t) => h('li', {}, h('span', { class: 'tag-type' }, t.tag_type), ` ${t.value}`)));
 }
 
-/** One page of a location's children (or of the roots) with asset counts: here, and here plus below. */
-async function childList(slot: HTMLElement, parentId: number | undefined, offset = 0): Promise<void> {
-  const r = await get<Page<TreeItem>>(`/console/api/tree${query({ parent_id: parentId, limit: PAGE, offset })}`);
-  if (!r.ok) return replace(slot, failure(r));
+/**
+ * One page of a location's children (or of the roots) with asset counts: here, and here plus
+ * below. Returns the event sequence the counts reflect (also kept on `slot`), undefined on failure.
+ */
+async function childList(slot: HTMLElement, parentId: number | undefined, offset = 0): Promise<number | undefined> {
+  const r = await get<SeqPage<TreeItem>>(`/console/api/tree${query({ parent_id: parentId, limit: PAGE, offset })}`);
+  if (!r.ok) {
+    replace(slot, failure(r));
+    return undefined;
+  }
   const page = r.data;
-  if (page.total_count === 0)
-    return replace(slot, h('p', { class: 'muted' }, parentId === undefined ? 'No locations yet.' : 'No locations below this one.'));
+  reflects(slot, page.as_of_seq);
+  if (page.total_count === 0) {
+    replace(slot, h('p', { class: 'muted' }, parentId === undefined ? 'No locations yet.' : 'No locations below this one.'));
+    return page.as_of_seq;
+  }
   replace(
     slot,
     h(
@@ -117,24 +129,35 @@ async function childList(slot: HTMLElement, parentId: number | undefined, offset
     ),
     page.total_count > PAGE ? pager(page, (o) => void childList(slot, parentId, o), 'Locations') : null,
   );
+  return page.as_of_seq;
 }
 
 /** The roots with their counts, kept current by the live feed of moves. `reload` reads the view again. */
 export async function treeView(main: HTMLElement, reload: () => void): Promise<void> {
   const slot = h('div');
   replace(main, h('h1', { tabindex: '-1' }, 'Locations'), slot);
-  const seq = await loadAt(() => childList(slot, undefined));
+  const seq = await childList(slot, undefined);
   // Left before it loaded (a newer view owns the page and its feed).
   if (seq === undefined || !main.contains(slot)) return;
   main.append(feedPanel(seq, { onMoves: (moves) => applyToCounts(slot, moves), onExpired: reload }));
 }
 
-/** The assets whose current location this is (the report filtered by location), newest sighting first. */
-async function assetsAt(slot: HTMLElement, locationId: number, offset = 0): Promise<void> {
-  const r = await get<Page<ReportRow>>(`${V1}/reports/asset-locations${query({ location_id: locationId, limit: PAGE, offset })}`);
-  if (!r.ok) return replace(slot, failure(r));
+/**
+ * The assets whose current location this is (the report filtered by location), newest sighting
+ * first. Returns the report's `as_of_seq` (also kept on `slot`), undefined on failure.
+ */
+async function assetsAt(slot: HTMLElement, locationId: number, offset = 0): Promise<number | undefined> {
+  const r = await get<SeqPage<ReportRow>>(`${V1}/reports/asset-locations${query({ location_id: locationId, limit: PAGE, offset })}`);
+  if (!r.ok) {
+    replace(slot, failure(r));
+    return undefined;
+  }
   const page = r.data;
-  if (page.total_count === 0) return replace(slot, h('p', { class: 'muted' }, 'No asset is here now.'));
+  reflects(slot, page.as_of_seq);
+  if (page.total_count === 0) {
+    replace(slot, h('p', { class: 'muted' }, 'No asset is here now.'));
+    return page.as_of_seq;
+  }
   // Names come from the asset list, filtered to this page's keys: one more page-sized read.
   const keys = page.data.map((row) => row.asset_external_key);
   const named = await get<Page<Asset>>(`${V1}/assets?${keys.map((k) => `external_key=${encodeURIComponent(k)}`).join('&')}&limit=${PAGE}`);
@@ -170,6 +193,7 @@ async function assetsAt(slot: HTMLElement, locationId: number, offset = 0): Prom
     ),
     pager(page, (o) => void assetsAt(slot, locationId, o), 'Assets'),
   );
+  return page.as_of_seq;
 }
 
 export async function locationView(main: HTMLElement, id: number, reload: () => void): Promise<void> {
@@ -198,20 +222,19 @@ export async function locationView(main: HTMLElement, id: number, reload: () => 
     h('section', { 'aria-labelledby': 'below' }, h('h2', { id: 'below' }, 'Below this location'), children),
     h('section', { 'aria-labelledby': 'here' }, h('h2', { id: 'here' }, 'Assets here now'), assets),
   );
-  const seq = await loadAt(async () => {
-    await Promise.all([childList(children, id), assetsAt(assets, id)]);
-  });
-  if (seq === undefined || !main.contains(children)) return;
+  const [below, here] = await Promise.all([childList(children, id), assetsAt(assets, id)]);
+  if (below === undefined || here === undefined || !main.contains(children)) return;
   // This location's moves, and those into, out of or between the locations listed below it.
   const touches = (m: Move, ids: Set<number>) => [m.from, m.to, ...m.entered, ...m.left].some((r) => r !== null && ids.has(r.id));
   const listed = () =>
     new Set([id, ...[...children.querySelectorAll<HTMLElement>('li[data-location]')].map((li) => Number(li.dataset.location))]);
-  const feed = feedPanel(seq, {
+  // From the older of the two reads; each part then takes only the moves it does not reflect yet.
+  const feed = feedPanel(Math.min(below, here), {
     shows: (m) => touches(m, listed()),
     onMoves: (moves) => {
       applyToCounts(children, moves);
       // The list of assets here is read again (one page, the report's own order) when a move enters or leaves it.
-      if (moves.some((m) => m.to.id === id || m.from?.id === id)) void assetsAt(assets, id);
+      if (notReflected(assets, moves).some((m) => m.to.id === id || m.from?.id === id)) void assetsAt(assets, id);
     },
     onExpired: reload,
   });
@@ -290,14 +313,31 @@ async function timeline(slot: HTMLElement, assetId: number, offset = 0): Promise
   );
 }
 
-export async function assetView(main: HTMLElement, id: number): Promise<void> {
-  const [asset, here] = await Promise.all([
-    get<{ data: Asset }>(`${V1}/assets/${id}`),
-    get<Page<ReportRow>>(`${V1}/reports/asset-locations${query({ asset_id: id, limit: 1 })}`),
-  ]);
+/** Where an asset is now and when it was last seen: the report's row of it, with the sequence it reflects. */
+async function whereNow(nowAt: HTMLElement, lastSeen: HTMLElement, assetId: number): Promise<number | undefined> {
+  const r = await get<SeqPage<ReportRow>>(`${V1}/reports/asset-locations${query({ asset_id: assetId, limit: 1 })}`);
+  if (!r.ok) {
+    replace(nowAt, failure(r));
+    return undefined;
+  }
+  const row = r.data.data[0];
+  replace(
+    nowAt,
+    row?.location_id
+      ? h('a', { href: `#/locations/${row.location_id}` }, row.location_external_key ?? `location ${row.location_id}`)
+      : 'never scanned',
+  );
+  replace(lastSeen, row ? h('time', { datetime: row.asset_last_seen }, when(row.asset_last_seen)) : '—');
+  return r.data.as_of_seq;
+}
+
+/** An asset: its tags, where it is now and its history, kept current by the live feed of its moves. */
+export async function assetView(main: HTMLElement, id: number, reload: () => void): Promise<void> {
+  const nowAt = h('dd', { 'data-now-at': true });
+  const lastSeen = h('dd', { 'data-last-seen': true });
+  const [asset, seq] = await Promise.all([get<{ data: Asset }>(`${V1}/assets/${id}`), whereNow(nowAt, lastSeen, id)]);
   if (!asset.ok) return replace(main, h('h1', { tabindex: '-1' }, 'Asset'), failure(asset));
   const a = asset.data.data;
-  const row = here.ok ? here.data.data[0] : undefined;
   const history = h('div');
   replace(
     main,
@@ -313,15 +353,9 @@ export async function assetView(main: HTMLElement, id: number): Promise<void> {
       'dl',
       { class: 'facts' },
       h('dt', {}, 'Now at'),
-      h(
-        'dd',
-        { 'data-now-at': true },
-        row?.location_id
-          ? h('a', { href: `#/locations/${row.location_id}` }, row.location_external_key ?? `location ${row.location_id}`)
-          : 'never scanned',
-      ),
+      nowAt,
       h('dt', {}, 'Last seen'),
-      h('dd', {}, when(row?.asset_last_seen)),
+      lastSeen,
       h('dt', {}, 'Active'),
       h('dd', {}, a.is_active ? 'yes' : 'no'),
       a.description ? h('dt', {}, 'Description') : null,
@@ -332,4 +366,15 @@ export async function assetView(main: HTMLElement, id: number): Promise<void> {
     h('section', { 'aria-labelledby': 'hist' }, h('h2', { id: 'hist' }, 'History'), history),
   );
   await timeline(history, id);
+  if (seq === undefined || !main.contains(history)) return;
+  // Its moves after the report's as_of_seq: where it is and its history are read again (one row, one page).
+  const feed = feedPanel(seq, {
+    shows: (m) => m.asset.id === id,
+    onMoves: () => {
+      void whereNow(nowAt, lastSeen, id);
+      void timeline(history, id);
+    },
+    onExpired: reload,
+  });
+  main.append(feed);
 }

@@ -3,6 +3,7 @@ import { systemClock, type Clock } from '../clock.js';
 import type { ControlPlane } from '../control/controlPlane.js';
 import type { Logger } from '../log.js';
 import type { SigningKey } from './signingKey.js';
+import { KeyUse } from './keyUse.js';
 import { verifySignature } from './tokens.js';
 
 export const AUTH_REALM = 'trackd-api';
@@ -55,6 +56,7 @@ export class Authenticator {
   private readonly revoked = new Set<string>();
   private readonly timer: NodeJS.Timeout;
   private lastPoll: number;
+  private readonly keyUse: KeyUse;
 
   constructor(
     private readonly control: ControlPlane,
@@ -64,12 +66,26 @@ export class Authenticator {
     private readonly clock: Clock = systemClock,
   ) {
     this.lastPoll = clock.now();
-    this.timer = setInterval(() => this.pollRevocations(), REVOCATION_POLL_MS);
+    this.keyUse = new KeyUse(control);
+    this.timer = setInterval(() => {
+      this.pollRevocations();
+      this.recordKeyUse();
+    }, REVOCATION_POLL_MS);
     this.timer.unref();
   }
 
   close(): void {
     clearInterval(this.timer);
+    this.recordKeyUse();
+  }
+
+  private recordKeyUse(): void {
+    try {
+      this.keyUse.flush();
+    } catch (err) {
+      // Kept queued for the next tick; a busy or closed control file must not end the process.
+      this.logger.warn({ err }, 'recording API key use failed');
+    }
   }
 
   private pollRevocations(): void {
@@ -96,7 +112,13 @@ export class Authenticator {
     const p = this.cache.get(token);
     if (p === undefined) return undefined;
     this.check(p, now);
+    this.keyUse.seen(p.apiKeyId, now);
     return p;
+  }
+
+  /** Whether a principal authenticated earlier (a stream's) is still good: not revoked, not expired. */
+  valid(p: Principal, now: number): boolean {
+    return !this.revoked.has(p.apiKeyId) && (p.expiresAt === null || p.expiresAt > now);
   }
 
   private check(p: Principal, now: number): void {
@@ -125,6 +147,7 @@ export class Authenticator {
       expiresAt: claims.exp !== undefined ? claims.exp * 1000 : null,
     };
     this.check(principal, now);
+    this.keyUse.seen(principal.apiKeyId, now);
     if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value as string);
     this.cache.set(token, principal);
     return principal;

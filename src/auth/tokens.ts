@@ -2,7 +2,15 @@ import { SignJWT, compactVerify, decodeProtectedHeader } from 'jose';
 import { SIGNING_ALG, type SigningKey } from './signingKey.js';
 
 export const ISSUER = 'trackd';
-export const INTEGRATOR_SCOPES = ['assets:read', 'assets:write', 'locations:read', 'locations:write', 'tracking:read'] as const;
+export const INTEGRATOR_SCOPES = [
+  'assets:read',
+  'assets:write',
+  'locations:read',
+  'locations:write',
+  'tracking:read',
+  'webhooks:read',
+  'webhooks:write',
+] as const;
 export const ADMIN_SCOPE = 'keys:admin';
 
 export type TokenKind = 'api_key' | 'session';

@@ -1,9 +1,12 @@
+import type { AssetView } from '../assets/schemas.js';
 import { insertAssetRow, recordAssetEvent } from '../assets/store.js';
+import { eventLogOf } from '../events/log.js';
 import { fieldError, type FieldError } from '../errors/catalog.js';
 import { mintExternalKey, writerStatements } from '../masterdata/keys.js';
 import { checkValidityWindow, nextUpdatedAt, requestTime } from '../masterdata/rules.js';
 import type { TagRequestBody } from '../masterdata/tags.js';
 import type { ShardWriter } from '../shards/writer.js';
+import { formatNullableTimestamp, formatTimestamp } from '../wire/timestamps.js';
 import { batchCommand, differs, type RowContext, type RowResult } from './batch.js';
 import { applyTagSet, tagsFree } from './tagRows.js';
 
@@ -44,9 +47,25 @@ function create(shard: ShardWriter, context: RowContext, body: Record<string, un
   const id = context.nextId('asset');
   const assetKey = key ?? mintExternalKey(shard, 'assets', context.orgId);
   insertAssetRow(shard, { id, orgId: context.orgId, key: assetKey, body, validFrom, validTo });
-  const tagsCreated = applyTagSet(shard, context, OWNER.column, id, tags, false).created;
-  recordAssetEvent(shard, context.orgId, id, 'asset.created');
-  return { outcome: 'created', tagsCreated };
+  const tagged = applyTagSet(shard, context, OWNER.column, id, tags, false);
+  // The event's asset is what this row just inserted (the view a re-read would give, without the read).
+  const at = formatTimestamp(now);
+  const asset: AssetView = {
+    id,
+    external_key: assetKey,
+    name: body.name as string,
+    description: (body.description as string | null | undefined) ?? null,
+    is_active: body.is_active !== false,
+    valid_from: formatTimestamp(validFrom),
+    valid_to: formatNullableTimestamp(validTo),
+    created_at: at,
+    updated_at: at,
+    deleted_at: null,
+    tags: tagged.inserted,
+    metadata: (body.metadata as Record<string, unknown> | undefined) ?? {},
+  };
+  eventLogOf(shard).append(context.orgId, 'asset.created', { asset });
+  return { outcome: 'created', tagsCreated: tagged.created };
 }
 
 function change(shard: ShardWriter, context: RowContext, body: Record<string, unknown>, stored: StoredAsset): RowResult {

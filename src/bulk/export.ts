@@ -117,18 +117,41 @@ interface AssetRow extends MasterRow {
   metadata: string;
 }
 
+/** An epoch-ms column as the outbound timestamp (`toISOString`'s `YYYY-MM-DDTHH:MM:SS.mmmZ`), in SQL; floored, so years before 1970 too. */
+function isoSql(column: string): string {
+  const ms = `((${column} % 1000) + 1000) % 1000`;
+  return `strftime('%Y-%m-%dT%H:%M:%S', (${column} - ${ms}) / 1000, 'unixepoch') || printf('.%03dZ', ${ms})`;
+}
+
+/**
+ * An asset's NDJSON line built by SQLite (the AssetView's fields in its order, the tags and
+ * metadata as the JSON they are stored as): the export's largest cost was building the view in
+ * JavaScript (two JSON.parse, four toISOString, one JSON.stringify a row); this is about twice as
+ * fast (bench/probes/bulk.ts). The test compares lines with GET /assets/{id}.
+ */
+const ASSET_LINE_SQL = `json_object('id', a.id, 'external_key', a.external_key, 'name', a.name, 'description', a.description,
+  'is_active', json(CASE a.is_active WHEN 1 THEN 'true' ELSE 'false' END),
+  'valid_from', ${isoSql('a.valid_from')}, 'valid_to', CASE WHEN a.valid_to IS NULL THEN NULL ELSE ${isoSql('a.valid_to')} END,
+  'created_at', ${isoSql('a.created_at')}, 'updated_at', ${isoSql('a.updated_at')},
+  'deleted_at', CASE WHEN a.deleted_at IS NULL THEN NULL ELSE ${isoSql('a.deleted_at')} END,
+  'tags', json((SELECT json_group_array(json_object('id', t.id, 'tag_type', t.tag_type, 'value', t.value) ORDER BY t.id)
+    FROM tags t WHERE t.asset_id = a.id AND t.org_id = a.org_id AND t.deleted_at IS NULL)),
+  'metadata', json(a.metadata)) AS line`;
+
 /** GET /api/v1/assets/export: the asset list's filters (no paging, no sort: by id). */
 export function exportAssets(shard: Shard, orgId: number, query: Record<string, unknown>, accept: string, now: number): Reply {
+  const columns =
+    exportFormat(accept) === 'ndjson' ? [ASSET_LINE_SQL] : [...masterColumns('a'), 'a.metadata', tagsJsonColumn('a', 'asset_id')];
   const sql = applyMasterFilters(orgQuery('assets', 'a', orgId), 'a', orgId, query, now, 'asset_id')
-    .select(sqlColumns([...masterColumns('a'), 'a.metadata', tagsJsonColumn('a', 'asset_id')]))
+    .select(sqlColumns(columns))
     .orderBy('a.id');
   const view = (row: AssetRow): AssetView => ({ ...masterView(row), metadata: JSON.parse(row.metadata) as Record<string, unknown> });
-  return exportReply<AssetRow>(
+  return exportReply<AssetRow & { line: string }>(
     shard,
     orgId,
     {
       sql,
-      ndjson: (row) => JSON.stringify(view(row)),
+      ndjson: (row) => row.line,
       csvHeader: CSV_COLUMNS.assets,
       csv: (row) => {
         const v = view(row);

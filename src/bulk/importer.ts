@@ -112,6 +112,9 @@ class BatchSender {
       });
     this.inFlight.push(sent);
     if (this.inFlight.length >= BATCHES_IN_FLIGHT) await this.inFlight.shift();
+    // Reads served by this HTTP thread run between two batches: a body's rows are parsed and judged in
+    // synchronous stretches, and without this a shard that keeps up would never let them in.
+    else await new Promise((resolve) => setImmediate(resolve));
     if (this.failure !== undefined) throw this.failure;
   }
 

@@ -285,16 +285,25 @@ export function finishJob(shard: Shard, args: FinishArgs): Promise<void> {
 /**
  * At an actor's start: a job still processing belonged to a process that is gone (only a live
  * process of this data directory drives jobs, and its shards start before it takes requests). It
- * is failed with what its counts already say: every row up to applied_through_row was judged and
- * applied unless reported, none after it.
+ * cannot resume (the body is the client's; no copy is kept), so it is failed with what its counts
+ * already say, which every committed batch kept equal to the data: an asset job applies in file
+ * order (every row up to applied_through_row judged and applied unless reported, none after it); a
+ * location job in tree order (its counts, not a row range, say what applied); a dry run, or an
+ * atomic job whose one transaction had not committed, left nothing.
  */
+const INTERRUPTED = "'interrupted (the server stopped while the job ran): '";
 const abandonCommand = shardCommand(
   'bulk.abandonInterrupted',
   (shard, _args: Record<string, never>): number =>
     writerStatements(shard)
       .get(
         `UPDATE bulk_jobs SET status = 'failed', updated_at = ?, finished_at = ?,
-           detail = 'interrupted (the server stopped while the job ran): rows 1 to ' || applied_through_row || ' were judged (applied unless listed in errors), later rows were not; re-run the file in upsert mode to apply the rest'
+           detail = ${INTERRUPTED} || CASE
+             WHEN dry_run = 1 THEN 'a dry run writes nothing'
+             WHEN atomic = 1 AND processed = 0 THEN 'an atomic job applies in one transaction, which had not committed: nothing was applied; re-run the file'
+             WHEN kind = 'locations' THEN processed || ' rows were judged in tree order (parents first): created, updated, unchanged and failed_rows are what the data holds; re-run the file in upsert mode to apply the rest'
+             ELSE 'rows 1 to ' || applied_through_row || ' were judged (applied unless listed in errors), later rows were not; re-run the file in upsert mode to apply the rest'
+           END
          WHERE status IN ('pending', 'processing')`,
       )
       .run(shard.now, shard.now).changes,

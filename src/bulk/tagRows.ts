@@ -1,5 +1,6 @@
 import { fieldError, type FieldError } from '../errors/catalog.js';
 import { writerStatements } from '../masterdata/keys.js';
+import type { TagView } from '../masterdata/fields.js';
 import type { TagRequestBody } from '../masterdata/tags.js';
 import type { ShardWriter } from '../shards/writer.js';
 import type { RowContext } from './batch.js';
@@ -44,7 +45,8 @@ export function tagsFree(
 
 /**
  * Makes the owner's live tags the row's: inserts those it lacks and (`replace`, upsert of an
- * existing row) detaches those the row no longer lists. Runs after `tagsFree` passed.
+ * existing row) detaches those the row no longer lists. Runs after `tagsFree` passed. `inserted`:
+ * the new tags as views, in id order (what a read of a new row's tags gives).
  */
 export function applyTagSet(
   shard: ShardWriter,
@@ -53,7 +55,7 @@ export function applyTagSet(
   ownerId: number,
   tags: TagRequestBody[],
   replace: boolean,
-): { created: number; changed: boolean } {
+): { created: number; changed: boolean; inserted: TagView[] } {
   const statements = writerStatements(shard);
   let created = 0;
   let detached = 0;
@@ -71,10 +73,13 @@ export function applyTagSet(
     }
   }
   const insert = statements.get(`INSERT INTO tags (id, org_id, tag_type, value, ${column}, created_at) VALUES (?, ?, ?, ?, ?, ?)`);
+  const inserted: TagView[] = [];
   for (const tag of tags) {
     if (!wanted.delete(`${tag.tag_type}\u0000${tag.value}`)) continue;
-    insert.run(context.nextId('tag'), context.orgId, tag.tag_type, tag.value, ownerId, shard.now);
+    const id = context.nextId('tag');
+    insert.run(id, context.orgId, tag.tag_type, tag.value, ownerId, shard.now);
+    inserted.push({ id, tag_type: tag.tag_type, value: tag.value });
     created++;
   }
-  return { created, changed: created > 0 || detached > 0 };
+  return { created, changed: created > 0 || detached > 0, inserted };
 }

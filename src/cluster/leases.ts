@@ -4,6 +4,8 @@ import { rendezvous } from './placement.js';
 /** A shard lease's value: who holds it (empty: released, free to claim at once). */
 export interface Lease {
   node: string;
+  /** Who released it (a released lease): the other live nodes are its candidates, so it moves. */
+  released_by?: string;
 }
 
 export type LeaseEvent =
@@ -18,6 +20,12 @@ export interface LeaseSettings {
   shards: number;
   /** The lease period: a lease that has not moved for this long may be taken over. */
   leaseMs: number;
+  /**
+   * How long a starting node watches the heartbeats before it claims a free shard (default: one
+   * lease period), so that nodes started together all count as live and split the free shards by
+   * rendezvous instead of the first one taking every shard (leases are sticky after that).
+   */
+  settleMs?: number;
 }
 
 const shardKey = (shard: number) => `shard.${shard}`;
@@ -28,6 +36,7 @@ interface Seen {
   revision: number;
   since: number;
   node: string;
+  releasedBy?: string;
 }
 
 /**
@@ -76,6 +85,17 @@ export class LeaseManager {
     this.timer = setTimeout(run, 0);
   }
 
+  /**
+   * The holder of each shard as this node last read the bucket: itself for the shards it holds,
+   * the named node for the others (a released or never-leased shard is absent).
+   */
+  owners(): Map<number, string> {
+    const owners = new Map<number, string>();
+    for (const [shard, seen] of this.seenShards) if (seen.node !== '') owners.set(shard, seen.node);
+    for (const shard of this.held.keys()) owners.set(shard, this.settings.nodeId);
+    return owners;
+  }
+
   /** The shards this node holds now, with their epochs. */
   holding(): Map<number, number> {
     return new Map(this.held);
@@ -87,7 +107,7 @@ export class LeaseManager {
     if (revision === undefined) return;
     this.held.delete(shard);
     try {
-      await this.bucket.put(shardKey(shard), { node: '' } satisfies Lease, revision);
+      await this.bucket.put(shardKey(shard), { node: '', released_by: this.settings.nodeId } satisfies Lease, revision);
     } catch {
       // Taken already, or the broker is away: the lease then expires by not moving.
     }
@@ -144,15 +164,15 @@ export class LeaseManager {
   }
 
   private async observe(now: number): Promise<void> {
-    const note = (seen: Map<string | number, Seen>, key: string | number, revision: number, node: string) => {
+    const note = (seen: Map<string | number, Seen>, key: string | number, revision: number, node: string, releasedBy?: string) => {
       const before = seen.get(key);
-      if (before === undefined || before.revision !== revision) seen.set(key, { revision, since: now, node });
+      if (before === undefined || before.revision !== revision) seen.set(key, { revision, since: now, node, releasedBy });
     };
     for (let shard = 0; shard < this.settings.shards; shard++) {
       if (this.held.has(shard)) continue;
       const lease = await this.bucket.get<Lease>(shardKey(shard));
       if (lease === undefined) this.seenShards.delete(shard);
-      else note(this.seenShards as Map<string | number, Seen>, shard, lease.revision, lease.value.node);
+      else note(this.seenShards as Map<string | number, Seen>, shard, lease.revision, lease.value.node, lease.value.released_by);
     }
     for (const key of await this.bucket.keys('node.')) {
       const beat = await this.bucket.get<{ node: string }>(key);
@@ -180,11 +200,13 @@ export class LeaseManager {
       if (this.held.has(shard)) continue;
       const seen = this.seenShards.get(shard);
       const mine = seen?.node === this.settings.nodeId && seen.since >= this.startedAt;
-      const free = seen === undefined || seen.node === '';
+      const free = (seen === undefined || seen.node === '') && now - this.startedAt >= (this.settings.settleMs ?? this.settings.leaseMs);
       const stale = seen !== undefined && now - seen.since >= this.settings.leaseMs && this.heartbeatFailedAt < seen.since;
       if (!mine && !free && !stale) continue;
       // A stale holder is not a candidate: its heartbeat may still move (a node whose lease renewals fail).
-      const candidates = live.filter((node) => mine || free || node !== seen?.node);
+      // Nor is the node that released a shard, while another is live: it gave the shard up (fenced, stopping).
+      let candidates = live.filter((node) => (mine || free ? node !== seen?.releasedBy : node !== seen?.node));
+      if (free && candidates.length === 0) candidates = live;
       if (!mine && rendezvous(shard, candidates) !== this.settings.nodeId) continue;
       try {
         const epoch = await this.bucket.put(shardKey(shard), { node: this.settings.nodeId } satisfies Lease, seen?.revision ?? 0);

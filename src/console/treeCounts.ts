@@ -2,6 +2,8 @@ import type { RequestContext } from '../http/route.js';
 import { readStatements } from '../locations/store.js';
 import type { TreeNode } from '../locations/store.js';
 import type { Page } from '../masterdata/list.js';
+import { lastSeq } from '../events/read.js';
+import { treeCountsCommand } from '../scans/reportIndex.js';
 import { assetLocationsReport, indexedReport, type ReportFilters } from '../scans/reportQuery.js';
 import type { Shard } from '../shards/shard.js';
 
@@ -50,8 +52,18 @@ export async function reportTotal(shard: Shard, orgId: number, ids: number[], no
   return total;
 }
 
+/** A page of the tree, with the event sequence its counts reflect. */
+export interface TreePage extends Page<TreeItem> {
+  /**
+   * The organization's event sequence the counts reflect: every event up to it, and (when the
+   * shard's report index answers, always but for a clock set back) none after, so a live feed
+   * that applies only the moves after it counts each move once.
+   */
+  as_of_seq: number;
+}
+
 /** One page of children (by name, then id) of a location, or of the roots, each with its own and its subtree's asset count. */
-export async function treeChildren(ctx: RequestContext): Promise<Page<TreeItem>> {
+export async function treeChildren(ctx: RequestContext): Promise<TreePage> {
   const { shard, now } = ctx;
   const org = ctx.principal.orgId;
   const parent = (ctx.query.parent_id as number | undefined) ?? null;
@@ -62,6 +74,19 @@ export async function treeChildren(ctx: RequestContext): Promise<Page<TreeItem>>
     'asset_count' | 'subtree_asset_count'
   >[];
   const total = shard.readerStatements.get(CHILDREN_COUNT).pluck().get({ org, parent, now }) as number;
+  const page = { limit, offset, total_count: total };
+  const kept = await shard.send(treeCountsCommand, { orgId: org, ids: rows.map((r) => r.id) });
+  if (kept !== undefined) {
+    const data = rows.map((row, i) => ({
+      ...row,
+      has_children: Boolean(row.has_children),
+      asset_count: kept.here[i]!,
+      subtree_asset_count: kept.subtree[i]!,
+    }));
+    return { data, ...page, as_of_seq: kept.asOfSeq };
+  }
+  // Read before the counts, like the report's: every event up to it is reflected (a later one may be too).
+  const asOfSeq = lastSeq(shard, org);
   const tree = readStatements(shard);
   const data: TreeItem[] = [];
   for (const row of rows) {
@@ -70,5 +95,5 @@ export async function treeChildren(ctx: RequestContext): Promise<Page<TreeItem>>
     const inSubtree = below.length === 0 ? own : own + (await reportTotal(shard, org, below, now));
     data.push({ ...row, has_children: Boolean(row.has_children), asset_count: own, subtree_asset_count: inSubtree });
   }
-  return { data, limit, offset, total_count: total };
+  return { data, ...page, as_of_seq: asOfSeq };
 }

@@ -19,6 +19,8 @@ export interface ApiKeyRow {
   created_at: number;
   expires_at: number | null;
   revoked_at: number | null;
+  /** When a server last authenticated a request with it, to the minute (KeyUse); null before. */
+  last_used_at: number | null;
 }
 
 interface ApiKeyRecord extends Omit<ApiKeyRow, 'scopes'> {
@@ -96,6 +98,7 @@ export class ControlPlane {
       created_at: Date.now(),
       expires_at: input.expiresAt,
       revoked_at: null,
+      last_used_at: null,
     };
     if (this.kv !== undefined) {
       await this.kv.createKey(row);
@@ -147,6 +150,18 @@ export class ControlPlane {
          ON CONFLICT(id) DO UPDATE SET revoked_at = COALESCE(api_keys.revoked_at, excluded.revoked_at)`,
       )
       .run(row.id, row.org_id, row.name, JSON.stringify(row.scopes), row.env, row.created_at, row.expires_at, row.revoked_at);
+  }
+
+  /**
+   * Records uses of keys (id, time): each key's last_used_at moves only forward and only when the
+   * stored one is at least `grainMs` older, so that the threads and processes sharing this file
+   * write a key at most once per grain between them.
+   */
+  recordKeyUse(uses: [string, number][], grainMs: number): void {
+    const update = this.statements.get('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)');
+    this.db.transaction(() => {
+      for (const [id, at] of uses) update.run(at, id, at - grainMs);
+    })();
   }
 
   /** Keys revoked at or after `since` (ms); the server polls this to apply revocations within a second. */

@@ -13,11 +13,12 @@ function prepare(db: Db) {
   };
 }
 
-const statementsOf = shardState((shard: Shard) => prepare(shard.reader));
+/** The event log's reads on this thread's read connection of a shard (the pages and the streams). */
+export const eventReads = shardState((shard: Shard) => prepare(shard.reader));
 
 /** The organization's last sequence (0 before its first event), on this thread's read connection. */
 export function lastSeq(shard: Shard, orgId: number): number {
-  return (statementsOf(shard).head.get(orgId) as number | undefined) ?? 0;
+  return (eventReads(shard).head.get(orgId) as number | undefined) ?? 0;
 }
 
 /** Whether a key with `scopes` may see the event in `row`. */
@@ -38,7 +39,7 @@ export interface EventSlice {
  * whose next event has been pruned already is 410 cursor_expired, naming the oldest sequence held.
  */
 export function eventsAfter(shard: Shard, orgId: number, after: number, limit: number): EventSlice {
-  const s = statementsOf(shard);
+  const s = eventReads(shard);
   return shard.reader.transaction(() => {
     const last = (s.head.get(orgId) as number | undefined) ?? 0;
     const oldest = (s.oldest.get(orgId) as number | null) ?? last + 1;

@@ -12,6 +12,7 @@ import { Backoff } from '../scans/backoff.js';
 import { connectNats, DUPLICATE_WINDOW_MS, isApiError } from '../scans/streams.js';
 import { openDatabase, type Db } from '../storage/sqlite.js';
 import { shardFile } from '../shards/writer.js';
+import type { WebhookSettings } from '../webhooks/dispatcher.js';
 import { EVENT_COLUMNS, envelopeJson, type EventRow } from './envelope.js';
 
 export const EVENTS_STREAM = 'EVENTS';
@@ -25,6 +26,8 @@ export interface RelaySettings {
   retentionMs: number;
   /** How often the relay asks its shard to prune the log. */
   pruneEveryMs?: number;
+  /** The webhook dispatcher that runs beside the relay on the shard's thread (src/webhooks/dispatcher.ts); none: no deliveries. */
+  webhooks?: WebhookSettings;
 }
 
 /** Rows published per round trip of acks. */

@@ -1,3 +1,4 @@
+import { DEFAULT_HUB_OPTIONS } from '../events/hub.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import { allRoutes } from '../routes.js';
 import type { Services } from '../services.js';
@@ -28,6 +29,11 @@ export function createHttpServer(
     clock: services.clock,
     sessions,
     forwarding: services.forwarding,
+    eventStreams: {
+      ...DEFAULT_HUB_OPTIONS,
+      slowMs: config.EVENT_STREAM_SLOW_SECONDS * 1000,
+      maxLag: config.EVENT_STREAM_MAX_LAG,
+    },
   });
   http.addRoutes(allRoutes(services, sessions));
   return http;

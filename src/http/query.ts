@@ -7,15 +7,18 @@ export const EXTERNAL_KEY_PATTERN = /^[A-Za-z0-9-]+$/;
 const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
 
 export type QueryParam = { description?: string } & (
-  | { kind: 'integer'; min: number; max: number; default: number }
+  | { kind: 'integer'; min: number; max: number; default?: number }
   | { kind: 'id'; repeatable?: boolean }
   | { kind: 'boolean'; default?: boolean }
   | { kind: 'external_key'; repeatable?: boolean }
   | { kind: 'timestamp' }
   | { kind: 'sort'; fields: readonly string[]; default: string }
   | { kind: 'q' }
-  | { kind: 'enum'; values: readonly string[]; default: string }
+  /** One of a fixed set of words (repeatable: several of them). */
+  | { kind: 'enum'; values: readonly string[]; default?: string; repeatable?: boolean }
   | { kind: 'reject'; message: string }
+  /** An opaque token of letters, digits, '.', '_' and '-' (at most 128). */
+  | { kind: 'token' }
 );
 
 export type QuerySpec = Record<string, QueryParam>;
@@ -144,6 +147,10 @@ function parseOne(name: string, spec: QueryParam, text: string, errors: FieldErr
       return undefined;
     case 'external_key':
       return parseExternalKey(name, text, errors);
+    case 'token':
+      if (/^[A-Za-z0-9._-]{1,128}$/.test(text)) return text;
+      errors.push(fieldError(name, 'invalid_value', `${name} must be 1 to 128 letters, digits, '.', '_' or '-'`));
+      return undefined;
     case 'timestamp': {
       const ts = parseTimestamp(text);
       if (ts === undefined) errors.push(fieldError(name, 'invalid_value', timestampMessages.invalid(name)));
@@ -183,7 +190,7 @@ function parseOne(name: string, spec: QueryParam, text: string, errors: FieldErr
 }
 
 function isRepeatable(spec: QueryParam): boolean {
-  return (spec.kind === 'id' || spec.kind === 'external_key') && spec.repeatable === true;
+  return (spec.kind === 'id' || spec.kind === 'external_key' || spec.kind === 'enum') && spec.repeatable === true;
 }
 
 /** The split of an empty query string, shared (read only) so that most requests allocate nothing here. */
@@ -221,10 +228,11 @@ export function parseQuery(raw: string, spec: QuerySpec, errors: FieldError[]): 
   for (const name in spec) {
     const param = spec[name]!; // a key of spec (for-in over own keys: no allocation per request)
     if (values[name] !== undefined) continue;
-    if (param.kind === 'integer') values[name] = param.default;
-    else if (param.kind === 'sort') values[name] = parseOne(name, param, param.default, []);
+    if (param.kind === 'integer') {
+      if (param.default !== undefined) values[name] = param.default;
+    } else if (param.kind === 'sort') values[name] = parseOne(name, param, param.default, []);
     else if (param.kind === 'boolean' && param.default !== undefined) values[name] = param.default;
-    else if (param.kind === 'enum') values[name] = param.default;
+    else if (param.kind === 'enum' && param.default !== undefined) values[name] = param.default;
   }
   return values;
 }

@@ -6,6 +6,7 @@ import type { Shard } from '../shards/shard.js';
 import type { Method } from './router.js';
 import type { QuerySpec } from './query.js';
 import type { UploadStream } from './upload.js';
+import type { EventHub, TextSink } from '../events/hub.js';
 
 export type BodyContentType = 'application/json' | 'application/merge-patch+json';
 
@@ -38,11 +39,13 @@ export interface RequestContext {
   /** Path parameters a route keeps as text (`Route.textParams`), e.g. a job id. */
   textParams: Record<string, string>;
   /** Request headers some handlers read (empty string when absent). */
-  headers: { accept: string; idempotencyKey: string; contentType: string };
+  headers: { accept: string; idempotencyKey: string; contentType: string; lastEventId: string };
   /** The body as a stream, for routes that declare `upload`. */
   upload?: UploadStream;
   /** Cookie, origin and address headers (the console's routes read them). */
   client: ClientInfo;
+  /** This thread's event streams. */
+  streams?: EventHub;
 }
 
 /**
@@ -59,6 +62,11 @@ export interface Reply {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /**
+   * An event stream instead of a body (Server-Sent Events): the headers go out, then `events` gets
+   * the sink it writes frames to, and returns what to call when the client goes away.
+   */
+  events?: (sink: TextSink) => () => void;
   /** A prebuilt body (e.g. YAML, Prometheus text) sent as is with `contentType`. */
   text?: string;
   /** A body written piece by piece (with `contentType`), never held whole. */
@@ -90,6 +98,8 @@ export interface Route {
   session?: true;
   /** Left out of the OpenAPI document (the document itself, redirects, ops endpoints). */
   undocumented?: boolean;
+  /** Also accepts a single-use stream ticket (`?ticket=`, events/tickets.ts) in place of the Authorization header. */
+  ticketAuth?: boolean;
   /** False for routes that do not act on the org's data (no shard is resolved, e.g. /orgs/me). */
   orgScoped?: boolean;
   query?: QuerySpec;

@@ -36,6 +36,9 @@ import { BULK_LIMITS } from '../bulk/limits.js';
 import { checkCsrf, type ClientInfo, type SessionAuth } from '../console/session.js';
 import type { ForwardedAnswer, ForwardedRequest } from '../cluster/rpcWire.js';
 import { answerOf, forwardedHeaders, replyOf, type ShardForwarding } from './forwarding.js';
+import { DEFAULT_HUB_OPTIONS, EventHub, type HubOptions } from '../events/hub.js';
+import { ticketPrincipal } from '../events/tickets.js';
+import { EVENTS_WS_PATH, eventSocket } from '../events/socket.js';
 
 /** The idle time announced to keep-alive clients, well inside uWS's own idle timeout (about 10 s). */
 const KEEP_ALIVE_HINT = 'timeout=5';
@@ -83,6 +86,8 @@ interface Pending {
   forwarded: boolean;
   /** The headers to send on should the request go to another node (cluster mode only). */
   forwardHeaders: Record<string, string> | undefined;
+  /** Detaches an event stream when the client goes away. */
+  abortEvents: (() => void) | undefined;
 }
 
 interface RequestSeries {
@@ -109,6 +114,8 @@ export interface HttpServerOptions {
   sessions?: SessionAuth;
   /** Cluster mode: requests for the shards of other nodes go to them (shard RPC). */
   forwarding?: ShardForwarding;
+  /** Event stream limits (slow clients); default DEFAULT_HUB_OPTIONS. */
+  eventStreams?: HubOptions;
 }
 
 /**
@@ -132,11 +139,26 @@ export class HttpServer {
 
   private readonly limitText: string;
   private readonly clock: Clock;
+  /** This thread's event streams (Server-Sent Events). */
+  readonly streams: EventHub;
+  /** Responses of injected requests: without a socket an event stream cannot stay open. */
+  private readonly injected = new WeakSet<uWS.HttpResponse>();
 
   constructor(private readonly options: HttpServerOptions) {
     this.limiter = new RateLimiter(options.rateLimitPerMinute, options.rateLimitBuffers);
     this.limitText = String(options.rateLimitPerMinute);
     this.clock = options.clock ?? systemClock;
+    this.streams = new EventHub(options.authenticator, options.eventStreams ?? DEFAULT_HUB_OPTIONS);
+    this.app.ws(
+      EVENTS_WS_PATH,
+      eventSocket({
+        hub: this.streams,
+        authenticator: options.authenticator,
+        shards: options.shards,
+        now: () => this.clock.now(),
+        highWaterBytes: options.eventStreams?.socketHighWaterBytes ?? DEFAULT_HUB_OPTIONS.socketHighWaterBytes,
+      }),
+    );
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
 
@@ -158,6 +180,7 @@ export class HttpServer {
   /** Stops accepting, lets in-flight requests finish (up to `timeoutMs`), then closes idle connections. */
   async stop(timeoutMs = 8000): Promise<void> {
     this.draining = true;
+    this.streams.closeAll('shutdown');
     if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket);
     this.listenSocket = undefined;
     if (this.inFlight > 0) {
@@ -174,7 +197,10 @@ export class HttpServer {
 
   /** Answers a request without a socket, through the very handler the wire uses (tests, tools). */
   inject(request: InjectedRequest): Promise<InjectedResponse> {
-    return inject((res, req) => this.onRequest(res, req), request);
+    return inject((res, req) => {
+      this.injected.add(res);
+      this.onRequest(res, req);
+    }, request);
   }
 
   /**
@@ -203,7 +229,12 @@ export class HttpServer {
     const hasApiKeyHeader = req.getHeader('x-api-key') !== '';
     const contentType = req.getHeader('content-type');
     const contentLength = req.getHeader('content-length');
-    const headers = { accept: req.getHeader('accept'), idempotencyKey: req.getHeader('idempotency-key'), contentType };
+    const headers = {
+      accept: req.getHeader('accept'),
+      idempotencyKey: req.getHeader('idempotency-key'),
+      contentType,
+      lastEventId: req.getHeader('last-event-id'),
+    };
     const client: ClientInfo = {
       cookie: req.getHeader('cookie'),
       origin: req.getHeader('origin'),
@@ -230,12 +261,14 @@ export class HttpServer {
       stream: undefined,
       forwarded,
       forwardHeaders: this.options.forwarding === undefined || forwarded ? undefined : forwardedHeaders(req),
+      abortEvents: undefined,
     };
     res.onAborted(() => {
       p.aborted = true;
       p.abortBody?.();
       p.upload?.close('The client closed the connection before the body ended');
       p.stream?.close();
+      p.abortEvents?.();
       this.finish(p, 499);
     });
     this.inFlight++;
@@ -271,9 +304,10 @@ export class HttpServer {
         }
         body = this.readBody(p);
       }
-      principal = compiled.route.session
-        ? this.sessionPrincipal(client.cookie)
-        : authenticate(this.options.authenticator, compiled.route, authorization, hasApiKeyHeader, this.clock.now());
+      if (compiled.route.session) principal = this.sessionPrincipal(client.cookie);
+      else if (compiled.route.ticketAuth && authorization === '' && !hasApiKeyHeader)
+        principal = ticketPrincipal(this.options.shards, rawQuery);
+      else principal = authenticate(this.options.authenticator, compiled.route, authorization, hasApiKeyHeader, this.clock.now());
       if (compiled.route.session || path.startsWith('/console/')) client.remoteAddress = remoteAddress(res);
     } catch (err) {
       this.fail(p, err);
@@ -348,6 +382,7 @@ export class HttpServer {
         headers: request.headers,
         upload: p.upload,
         client: request.client,
+        streams: this.streams,
       };
       const filing = cached === undefined ? undefined : { ...cached, orgId: principal!.orgId, id: cachedId };
       this.send(p, await callHandler(route, ctx, filing), isHead);
@@ -460,6 +495,17 @@ export class HttpServer {
 
   private send(p: Pending, reply: Reply, isHead: boolean, closeConnection = false): void {
     if (p.aborted || p.done) return;
+    if (reply.events !== undefined) {
+      if (!isHead && !this.draining) {
+        this.openStream(p, reply.events);
+        return;
+      }
+      // HEAD: the GET's headers without a stream (it too would close the connection at its end).
+      reply = this.draining
+        ? this.errorReply(p, new ApiError('service_unavailable', 'The server is shutting down'))
+        : { status: reply.status, headers: { 'Cache-Control': 'no-store' }, contentType: 'text/event-stream', text: '' };
+      closeConnection = true;
+    }
     // Every public-surface response carries the rate-limit headers. A request that never got as far as
     // an API key (no auth needed, or it failed) is counted against the client address, with the same budget.
     if (p.rate === undefined && p.isApi && !p.forwarded) {
@@ -562,6 +608,52 @@ export class HttpServer {
       return true;
     });
     res.cork(pump);
+  }
+
+  /**
+   * Starts an event stream: headers now, frames as the hub writes them (each write corked: they come
+   * from timers), never after an abort. The exchange counts as finished for logs and draining; stop()
+   * closes open streams itself.
+   */
+  private openStream(p: Pending, stream: NonNullable<Reply['events']>): void {
+    p.done = true;
+    const res = p.res;
+    let open = true;
+    res.cork(() => {
+      this.writeHead(p, { status: 200 }, true);
+      res.writeHeader('Content-Type', 'text/event-stream');
+      res.writeHeader('Cache-Control', 'no-store');
+      // The status line and headers go out at once: a client sees the stream open before any event.
+      res.write(': open\n\n');
+    });
+    p.abortEvents = stream({
+      write: (text) => {
+        if (!open || p.aborted) return true;
+        let ok = true;
+        res.cork(() => {
+          ok = res.write(text);
+        });
+        return ok;
+      },
+      end: (text) => {
+        if (!open || p.aborted) return;
+        open = false;
+        res.cork(() => res.end(text));
+      },
+      onWritable: (resume) => {
+        res.onWritable(() => {
+          resume();
+          return true;
+        });
+      },
+    });
+    if (this.injected.has(res)) {
+      // A socketless caller (the contract suite, tools) gets the opening and what was due at once.
+      p.abortEvents();
+      open = false;
+      res.cork(() => res.end(undefined));
+    }
+    this.finish(p, 200);
   }
 
   private finish(p: Pending, status: number): void {

@@ -8,6 +8,7 @@ import type { Readiness } from '../ops/readiness.js';
 import type { ShardActors } from '../shards/actors.js';
 import { rateLimitBuffers } from './rateLimit.js';
 import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from './worker.js';
+import { threadFile } from '../runtime/threadFile.js';
 
 interface Thread {
   worker: Worker;
@@ -50,7 +51,7 @@ export class HttpThreads {
         logFile: this.logFile,
         ownership: this.ownership,
       };
-      const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData, name: `http-${i}` });
+      const worker = new Worker(threadFile('http/worker.js'), { workerData, name: `http-${i}` });
       const thread: Thread = { worker, next: new Map() };
       worker.on('message', (message: FromHttpWorker) => this.onMessage(thread, message));
       worker.on('error', (err) => this.onCrash(err));

@@ -141,5 +141,10 @@ try {
   };
   post({ type: 'ready' });
 } catch (err) {
+  // The main thread then stops every thread; one that failed has nothing to stop but must still say so,
+  // or the failed start waits for it forever instead of reporting why (a route table error did that).
+  command = (message) => {
+    if (message.type === 'stop') post({ type: 'stopped' });
+  };
   post({ type: 'failed', message: (err as Error).message });
 }

@@ -23,6 +23,8 @@ export interface KeyView {
   created_at: string | null;
   expires_at: string | null;
   revoked_at: string | null;
+  /** When a server last authenticated a request with it, to the minute; null when never (or not since this was recorded). */
+  last_used_at: string | null;
 }
 
 export const KEY_NAME_MAX = 255;
@@ -61,6 +63,7 @@ export function listKeys(control: ControlPlane, orgId: number): KeyView[] {
     created_at: iso(k.created_at),
     expires_at: iso(k.expires_at),
     revoked_at: iso(k.revoked_at),
+    last_used_at: iso(k.last_used_at),
   }));
 }
 

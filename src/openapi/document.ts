@@ -174,6 +174,8 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Assets: 'Tracked assets with their RFID, BLE and barcode tags.',
   Tracking: "Read-only: the current location of every scanned asset, and each asset's visits.",
   Events: "The organization's event log (moves and master-data changes) with its gapless per-organization sequence.",
+  Webhooks:
+    'Endpoints that receive the event log pushed in the Standard Webhooks format: signed, at least once, in order per endpoint, retried for days; their delivery log.',
 };
 
 function queryParamSchema(p: QueryParam): Json {
@@ -197,7 +199,11 @@ function queryParamSchema(p: QueryParam): Json {
     case 'q':
       return { type: 'string' };
     case 'enum':
-      return { type: 'string', enum: [...p.values], default: p.default };
+      return p.repeatable
+        ? { type: 'array', items: { type: 'string', enum: [...p.values] } }
+        : { type: 'string', enum: [...p.values], default: p.default };
+    case 'token':
+      return { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$' };
     case 'reject':
       return {};
   }

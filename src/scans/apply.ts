@@ -255,12 +255,21 @@ class ScanStore {
       this.nextHistoryId = firstHistoryId;
       throw err;
     }
+    // A stored position was committed before this batch: its copy in `positions` is the old place.
+    const movesByOrg = new Map<number, Parameters<ReportIndex['movedMany']>[1][number][]>();
     for (const [assetId, p] of touched) {
-      // A stored position was committed before this batch: its copy in `positions` is the old place.
-      this.report.moved(p.orgId, assetId, p.stored ? this.positions.get(assetId)! : undefined, p.lastSeenAt, p.locationId);
+      let moves = movesByOrg.get(p.orgId);
+      if (moves === undefined) movesByOrg.set(p.orgId, (moves = []));
+      moves.push({
+        assetId,
+        before: p.stored ? this.positions.get(assetId)! : undefined,
+        lastSeenAt: p.lastSeenAt,
+        locationId: p.locationId,
+      });
       p.stored = true;
       this.positions.set(assetId, p);
     }
+    for (const [orgId, moves] of movesByOrg) this.report.movedMany(orgId, moves);
     for (const [stream, seq] of appliedSeqs) this.applied.set(stream, seq);
     return outcomes;
   }

@@ -48,6 +48,8 @@ class Block {
 }
 
 const FIRST_BLOCK_CAPACITY = 8;
+/** Below this many pairs, removeMany and insertMany go one pair at a time (a block pass costs more). */
+const BULK_FROM = 64;
 
 export class RankIndex<K extends Key = number> {
   private readonly blocks: Block[];
@@ -91,8 +93,8 @@ export class RankIndex<K extends Key = number> {
   }
 
   /** The position of the first entry of `b` not before (key, id). */
-  private positionIn(b: Block, key: K, id: number): number {
-    let lo = 0;
+  private positionIn(b: Block, key: K, id: number, from = 0): number {
+    let lo = from;
     let hi = b.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
@@ -129,6 +131,120 @@ export class RankIndex<K extends Key = number> {
     this.total--;
     if (b.length === 0 && this.blocks.length > 1) this.blocks.splice(bi, 1);
     return true;
+  }
+
+  /**
+   * Removes many pairs in one pass over the blocks they fall in (each block compacted once, not once
+   * per pair): a scan batch's re-reads move tens of thousands of entries, and one remove shifts half
+   * a block. Returns, per pair, whether it was there. Pairs must be distinct.
+   */
+  removeMany(keys: readonly K[], ids: readonly number[]): boolean[] {
+    const found = new Array<boolean>(ids.length).fill(false);
+    if (ids.length < BULK_FROM) {
+      for (let i = 0; i < ids.length; i++) found[i] = this.remove(keys[i]!, ids[i]!);
+      return found;
+    }
+    const order = this.sortedOrder(keys, ids);
+    let emptied = false;
+    for (let j = 0; j < order.length; ) {
+      const bi = this.blockFor(keys[order[j]!]!, ids[order[j]!]!);
+      const b = this.blocks[bi]!;
+      const next = this.blocks[bi + 1];
+      // Found pairs are cut out of the block; the runs between them shift down once each.
+      let kept = 0;
+      let read = 0;
+      for (; j < order.length; j++) {
+        const p = order[j]!;
+        if (next !== undefined && this.compare(keys[p]!, ids[p]!, next.keys[0] as K, next.ids[0]!) >= 0) break;
+        const at = this.positionIn(b, keys[p]!, ids[p]!, read);
+        if (at >= b.length || b.keys[at] !== keys[p] || b.ids[at] !== ids[p]) continue;
+        found[p] = true;
+        if (kept !== read) {
+          b.keys.copyWithin(kept, read, at);
+          b.ids.copyWithin(kept, read, at);
+        }
+        kept += at - read;
+        read = at + 1;
+      }
+      if (kept !== read) {
+        b.keys.copyWithin(kept, read, b.length);
+        b.ids.copyWithin(kept, read, b.length);
+      }
+      kept += b.length - read;
+      this.total -= b.length - kept;
+      b.length = kept;
+      if (kept === 0) emptied = true;
+    }
+    if (emptied) {
+      const left = this.blocks.filter((b) => b.length > 0);
+      this.blocks.length = 0;
+      this.blocks.push(...(left.length > 0 ? left : [new Block(Math.min(FIRST_BLOCK_CAPACITY, this.blockSize), this.strings)]));
+    }
+    return found;
+  }
+
+  /**
+   * Inserts many pairs, each block merged with the pairs that fall in it once (a scan batch's
+   * re-reads all land near the newest end, in one block, which one insert at a time shifts whole
+   * each time). Pairs already present are kept once.
+   */
+  insertMany(keys: readonly K[], ids: readonly number[]): void {
+    if (ids.length < BULK_FROM) {
+      for (let i = 0; i < ids.length; i++) this.insert(keys[i]!, ids[i]!);
+      return;
+    }
+    const order = this.sortedOrder(keys, ids);
+    const blocks: Block[] = [];
+    let j = 0;
+    for (let bi = 0; bi < this.blocks.length; bi++) {
+      const b = this.blocks[bi]!;
+      const next = this.blocks[bi + 1];
+      const start = j;
+      while (j < order.length) {
+        const p = order[j]!;
+        if (next !== undefined && this.compare(keys[p]!, ids[p]!, next.keys[0] as K, next.ids[0]!) >= 0) break;
+        j++;
+      }
+      if (j === start) {
+        blocks.push(b);
+        continue;
+      }
+      // Merge the block's entries with its pairs into blocks of at most half the block size.
+      const half = Math.max(1, this.blockSize >> 1);
+      let out = new Block(Math.min(this.blockSize, Math.max(FIRST_BLOCK_CAPACITY, b.length + j - start)), this.strings);
+      const emit = (key: K, id: number) => {
+        if (out.length > 0 && out.keys[out.length - 1] === key && out.ids[out.length - 1] === id) return;
+        if (out.length === half && this.blockSize > 1) {
+          blocks.push(out);
+          out = new Block(this.blockSize, this.strings);
+        } else if (out.length === out.keys.length) out.grow(this.blockSize);
+        out.keys[out.length] = key as never;
+        out.ids[out.length++] = id;
+      };
+      let i = 0;
+      for (let q = start; q < j; q++) {
+        const p = order[q]!;
+        while (i < b.length && this.compare(b.keys[i] as K, b.ids[i]!, keys[p]!, ids[p]!) <= 0) emit(b.keys[i] as K, b.ids[i++]!);
+        emit(keys[p]!, ids[p]!);
+      }
+      while (i < b.length) emit(b.keys[i] as K, b.ids[i++]!);
+      blocks.push(out);
+    }
+    this.blocks.length = 0;
+    this.blocks.push(...blocks);
+    this.total = blocks.reduce((n, b) => n + b.length, 0);
+  }
+
+  /** Indexes of the pairs, in this index's order. */
+  private sortedOrder(keys: readonly K[], ids: readonly number[]): Uint32Array {
+    const order = new Uint32Array(ids.length);
+    for (let i = 0; i < order.length; i++) order[i] = i;
+    if (this.strings) return order.sort((a, b) => this.compare(keys[a]!, ids[a]!, keys[b]!, ids[b]!));
+    // Number keys: a comparator without the generic one's type test (the sort is most of a bulk call).
+    const k = Float64Array.from(keys as readonly number[]);
+    const i = Float64Array.from(ids);
+    const sign = this.ascending ? -1 : 1;
+    return order.sort((a, b) => sign * (k[b]! - k[a]! || i[b]! - i[a]!));
   }
 
   /** The ids at ranks offset..offset+limit-1 (fewer at the end). */

@@ -3,6 +3,7 @@ import { shardState } from '../shards/state.js';
 import type { ShardWriter } from '../shards/writer.js';
 import type { Db } from '../storage/sqlite.js';
 import { RankIndex, unionEntries } from './rankIndex.js';
+import { SubtreeTotals, type TreeLink } from './subtreeTotals.js';
 
 interface PositionLiveness {
   asset_id: number;
@@ -48,6 +49,8 @@ class OrgPositions {
   readonly byKey = new RankIndex<string>(false, 1024, true);
   /** (location external key, location id) of every location in byLocation. */
   readonly locationsByKey = new RankIndex<string>(false, 1024, true);
+  /** The live positions in each location's subtree, once the console's tree asked for them (undefined again after a tree change). */
+  subtree: SubtreeTotals | undefined;
 
   constructor(private readonly locationKey: (locationId: number) => string) {}
 
@@ -90,6 +93,49 @@ class OrgPositions {
     return true;
   }
 
+  /**
+   * A scan batch's moves at once: each rank index takes its removals and its insertions in one
+   * pass (removeMany, insertMany) instead of one shift of a block per entry. Same effect as move()
+   * for each, in any order (a batch moves an asset once).
+   */
+  moveMany(moves: readonly Move[]): void {
+    const found = this.all.removeMany(
+      moves.map((m) => m.before.lastSeenAt),
+      moves.map((m) => m.assetId),
+    );
+    const live = moves.filter((_, i) => found[i]);
+    this.all.insertMany(
+      live.map((m) => m.lastSeenAt),
+      live.map((m) => m.assetId),
+    );
+    const stays = new Map<LocationGroup, Move[]>();
+    for (const m of live) {
+      const at = this.byLocation.get(m.locationId);
+      if (m.before.locationId === m.locationId && at !== undefined) {
+        let list = stays.get(at);
+        if (list === undefined) stays.set(at, (list = []));
+        list.push(m);
+      } else {
+        this.unplace(m.assetId, m.before.lastSeenAt, m.before.locationId);
+        this.place(m.assetId, m.lastSeenAt, m.locationId);
+      }
+    }
+    // Re-reads: their place by asset id stays.
+    for (const [at, list] of stays) {
+      at.bySeen.removeMany(
+        list.map((m) => m.before.lastSeenAt),
+        list.map((m) => m.assetId),
+      );
+      at.bySeen.insertMany(
+        list.map((m) => m.lastSeenAt),
+        list.map((m) => m.assetId),
+      );
+    }
+    moves.forEach((m, i) => {
+      if (!found[i] && this.deleted.remove(m.before.lastSeenAt, m.assetId)) this.deleted.insert(m.lastSeenAt, m.assetId);
+    });
+  }
+
   /** A location's key changed: its place in the location order follows. */
   renameLocation(locationId: number, key: string): void {
     const at = this.byLocation.get(locationId);
@@ -129,18 +175,27 @@ class OrgPositions {
     }
     at.bySeen.insert(lastSeenAt, assetId);
     at.byId.insert(assetId, assetId);
+    this.subtree?.add(locationId, 1);
   }
 
   private unplace(assetId: number, lastSeenAt: number, locationId: number): void {
     const at = this.byLocation.get(locationId);
-    if (at === undefined) return;
-    at.bySeen.remove(lastSeenAt, assetId);
+    if (at === undefined || !at.bySeen.remove(lastSeenAt, assetId)) return;
     at.byId.remove(assetId, assetId);
+    this.subtree?.add(locationId, -1);
     if (at.bySeen.size === 0) {
       this.byLocation.delete(locationId);
       this.locationsByKey.remove(at.key, locationId);
     }
   }
+}
+
+/** A committed position that a scan batch moved: where it was ranked, and where it is now. */
+export interface Move {
+  assetId: number;
+  before: { lastSeenAt: number; locationId: number };
+  lastSeenAt: number;
+  locationId: number;
 }
 
 /** A min-heap of (time, asset id): validity boundaries still ahead of the index's time. */
@@ -224,7 +279,15 @@ export class ReportIndex {
   private dirty: Dirty[] = [];
   /** Locations renamed by the running command: (org, location) pairs, judged on the committed rows. */
   private renamedLocations: [number, number][] = [];
+  /** Locations (org, id) whose parent or liveness the running command changed: their links are read again and their org's subtree totals rebuilt. */
+  private reshaped: [number, number][] = [];
+  /** Parent and liveness of locations, as committed: each organization's read in one pass when its subtree totals are first built. */
+  private readonly links = new Map<number, TreeLink>();
+  private readonly linkedOrgs = new Set<number>();
+  private readonly orgLinks;
   private readonly locationKey;
+  private readonly locationLink;
+  private readonly eventHead;
   /** The index's time: membership was judged at this time (boundaries up to it are applied). */
   private judgedAt: number;
   /** The latest validity boundary the index has applied: a request judged before it is answered from SQLite. */
@@ -235,6 +298,13 @@ export class ReportIndex {
     this.judgedAt = now;
     this.byAsset = db.prepare(`SELECT ${POSITION_COLUMNS} WHERE p.asset_id = ?`);
     this.locationKey = db.prepare('SELECT external_key FROM locations WHERE id = ?').pluck();
+    this.locationLink = db.prepare('SELECT parent_id, deleted_at FROM locations WHERE id = ?');
+    this.orgLinks = db.prepare('SELECT id, parent_id, deleted_at FROM locations WHERE org_id = ?').raw();
+    this.eventHead = db.prepare('SELECT last_seq FROM event_heads WHERE org_id = ?').pluck();
+    db.function('report_index_tree', { deterministic: false, varargs: false }, (orgId, locationId) => {
+      this.reshaped.push([orgId as number, locationId as number]);
+      return null;
+    });
     db.function('report_index_location', { deterministic: false, varargs: false }, (orgId, locationId) => {
       this.renamedLocations.push([orgId as number, locationId as number]);
       return null;
@@ -260,6 +330,11 @@ export class ReportIndex {
         (SELECT external_key FROM assets WHERE id = OLD.asset_id)); END;
       CREATE TEMP TRIGGER IF NOT EXISTS report_index_location_rename AFTER UPDATE OF external_key ON locations
       BEGIN SELECT report_index_location(NEW.org_id, NEW.id); END;
+      CREATE TEMP TRIGGER IF NOT EXISTS report_index_tree_change AFTER UPDATE OF parent_id, deleted_at ON locations
+      WHEN OLD.parent_id IS NOT NEW.parent_id OR OLD.deleted_at IS NOT NEW.deleted_at OR OLD.org_id <> NEW.org_id
+      BEGIN SELECT report_index_tree(NEW.org_id, NEW.id); SELECT report_index_tree(OLD.org_id, OLD.id); END;
+      CREATE TEMP TRIGGER IF NOT EXISTS report_index_tree_delete AFTER DELETE ON locations
+      BEGIN SELECT report_index_tree(OLD.org_id, OLD.id); END;
       CREATE TEMP TRIGGER IF NOT EXISTS report_index_rename AFTER UPDATE OF external_key ON assets
       BEGIN SELECT report_index_dirty(p.asset_id, p.org_id, p.last_seen_at, p.location_id, OLD.external_key)
         FROM scan_positions p WHERE p.asset_id = NEW.id; END;
@@ -366,8 +441,32 @@ export class ReportIndex {
     this.orgs.get(orgId)?.move(assetId, before, lastSeenAt, locationId);
   }
 
+  /**
+   * After a scan batch committed, its moves at once (moved() for each, one pass per rank index): new
+   * positions (`before` undefined) are judged from their rows, the others keep their membership.
+   */
+  movedMany(orgId: number, moves: readonly (Omit<Move, 'before'> & { before?: Move['before'] })[]): void {
+    const known: Move[] = [];
+    for (const m of moves) {
+      if (m.before === undefined) this.moved(orgId, m.assetId, undefined, m.lastSeenAt, m.locationId);
+      else known.push(m as Move);
+    }
+    if (known.length > 0) this.orgs.get(orgId)?.moveMany(known);
+  }
+
   /** After every command (committed or not): the positions its liveness changes touched, judged on the committed rows. */
   settle(): void {
+    if (this.reshaped.length > 0) {
+      const reshaped = this.reshaped;
+      this.reshaped = [];
+      for (const [orgId, locationId] of reshaped) {
+        const org = this.orgs.get(orgId);
+        if (org !== undefined) org.subtree = undefined;
+        // Read as committed (the command may have rolled back).
+        this.links.delete(locationId);
+        if (this.linkedOrgs.has(orgId)) this.linkOf(locationId);
+      }
+    }
     if (this.renamedLocations.length > 0) {
       const renamed = this.renamedLocations;
       this.renamedLocations = [];
@@ -435,6 +534,47 @@ export class ReportIndex {
     return { total, ids: ids.reverse(), keys: keys.reverse() };
   }
 
+  /**
+   * Per location, the live positions at it and in its subtree (the console's tree), with the
+   * organization's event sequence they reflect exactly: the actor runs one command at a time, so
+   * no commit lands between the two. Undefined when the index cannot answer for `now`.
+   */
+  treeCounts(orgId: number, ids: number[], now: number): TreeCounts | undefined {
+    this.settle();
+    this.advance(now);
+    if (now < this.settledSince) return undefined;
+    const asOfSeq = (this.eventHead.get(orgId) as number | undefined) ?? 0;
+    const org = this.orgs.get(orgId);
+    if (org === undefined) return { asOfSeq, here: ids.map(() => 0), subtree: ids.map(() => 0) };
+    if (org.subtree === undefined) {
+      if (!this.linkedOrgs.has(orgId)) {
+        for (const [id, parent, deletedAt] of this.orgLinks.iterate(orgId) as IterableIterator<[number, number | null, number | null]>)
+          this.links.set(id, { parent, live: deletedAt === null });
+        this.linkedOrgs.add(orgId);
+      }
+      const totals = new SubtreeTotals((id) => this.linkOf(id));
+      for (const [locationId, at] of org.byLocation) totals.add(locationId, at.bySeen.size);
+      org.subtree = totals;
+    }
+    const totals = org.subtree;
+    return {
+      asOfSeq,
+      here: ids.map((id) => org.byLocation.get(id)?.bySeen.size ?? 0),
+      subtree: ids.map((id) => totals.get(id)),
+    };
+  }
+
+  private linkOf(locationId: number): TreeLink | undefined {
+    let link = this.links.get(locationId);
+    if (link === undefined) {
+      const row = this.locationLink.get(locationId) as { parent_id: number | null; deleted_at: number | null } | undefined;
+      if (row === undefined) return undefined;
+      link = { parent: row.parent_id, live: row.deleted_at === null };
+      this.links.set(locationId, link);
+    }
+    return link;
+  }
+
   /** Entries and bytes of the rank indexes (for start-up logs and the README's figures). */
   footprint(): { positions: number; bytes: number } {
     let positions = 0;
@@ -466,6 +606,23 @@ export interface ReportPageArgs {
   offset: number;
   limit: number;
 }
+
+export interface TreeCounts {
+  /** The organization's last event sequence: the counts reflect every event up to it and none after. */
+  asOfSeq: number;
+  /** Per asked location: the live positions at it (the report filtered by it). */
+  here: number[];
+  /** Per asked location: the live positions at it and below it. */
+  subtree: number[];
+}
+
+export const treeCountsCommand = shardCommand(
+  'scans.treeCounts',
+  (shard, args: { orgId: number; ids: number[] }): TreeCounts | undefined =>
+    reportIndexOf(shard).treeCounts(args.orgId, args.ids, shard.now),
+  'scans',
+  { readOnly: true },
+);
 
 export const reportPageCommand = shardCommand(
   'scans.reportPage',

@@ -8,6 +8,7 @@ import type { RelaySettings } from '../events/relay.js';
 import type { SnapshotPolicy } from './snapshotSchedule.js';
 import type { ActorLink } from './registry.js';
 import type { FromShardWorker, ReportIndexFigures, ShardWorkerData, ToShardWorker } from './worker.js';
+import { threadFile } from '../runtime/threadFile.js';
 
 interface Actor {
   worker: Worker;
@@ -59,7 +60,7 @@ export class ShardActors {
           snapshots: this.journal?.snapshots,
           clusterIds: this.clusterIds,
         };
-        const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData, name: `shard-${index}` });
+        const worker = new Worker(threadFile('shards/worker.js'), { workerData, name: `shard-${index}` });
         let started = false;
         worker.on('message', (message: FromShardWorker) => {
           if (message.type === 'journal') this.journal?.onEvent(index, message.event);

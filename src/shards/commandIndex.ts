@@ -7,4 +7,6 @@ import '../locations/commands.js';
 import '../masterdata/tags.js';
 import '../scans/apply.js';
 import '../events/commands.js';
+import '../webhooks/commands.js';
 import './ownership.js';
+import '../events/tickets.js';

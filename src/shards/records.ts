@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-export type IdEntity = 'asset' | 'location' | 'tag' | 'history';
+export type IdEntity = 'asset' | 'location' | 'tag' | 'history' | 'webhook';
 
 /** Ids a command drew, per entity, in the order it drew them. */
 export type DrawnIds = Partial<Record<IdEntity, number[]>>;

@@ -1,6 +1,8 @@
+import fs from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import type { SnapshotOutcome } from './snapshots.js';
 import type { FromSnapshotWorker, SnapshotWorkerData } from './snapshotWorker.js';
+import { threadFile } from '../runtime/threadFile.js';
 
 /** When a shard takes a snapshot: after `everyEntries` journal entries, or `everySeconds` after the last one if it appended since. */
 export interface SnapshotPolicy {
@@ -28,7 +30,6 @@ export class SnapshotSchedule {
   private lastAt = Date.now();
   private notBefore = 0;
   private running: Worker | undefined;
-  private started = 0;
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -37,8 +38,8 @@ export class SnapshotSchedule {
     /** Entries the journal holds beyond the latest snapshot when the shard starts. */
     entriesAtStart: number,
     private readonly onEvent: (event: SnapshotEvent) => void,
-    /** Tests only: the process kills itself halfway through uploading this shard's snapshot number n (1: the first). */
-    private readonly killDuring = 0,
+    /** Tests only: once this file exists, the process kills itself halfway through uploading the next snapshot. */
+    private readonly killArmedBy?: string,
   ) {
     this.atStart = entriesAtStart;
     const everyMs = policy.everySeconds * 1000;
@@ -65,8 +66,11 @@ export class SnapshotSchedule {
   private start(): void {
     if (this.running !== undefined) return;
     const started = performance.now();
-    const workerData: SnapshotWorkerData = { ...this.target, killMidUpload: ++this.started === this.killDuring };
-    const worker = new Worker(new URL('./snapshotWorker.js', import.meta.url), { workerData, name: `snapshot-${this.target.index}` });
+    const workerData: SnapshotWorkerData = {
+      ...this.target,
+      killMidUpload: this.killArmedBy !== undefined && fs.existsSync(this.killArmedBy),
+    };
+    const worker = new Worker(threadFile('shards/snapshotWorker.js'), { workerData, name: `snapshot-${this.target.index}` });
     this.running = worker;
     const finish = (result: FromSnapshotWorker) => {
       if (this.running !== worker) return;

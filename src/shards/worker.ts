@@ -22,6 +22,8 @@ import type { CommandMessage } from './mailbox.js';
 import { jsonLinesSink, recordFile } from './records.js';
 import { pruneCommand } from '../events/commands.js';
 import { EventRelay, type RelaySettings } from '../events/relay.js';
+import { recordProgress } from '../webhooks/commands.js';
+import { WebhookDispatcher, type WebhookSettings } from '../webhooks/dispatcher.js';
 import type { CommandAnswer } from './mailbox.js';
 import { SnapshotSchedule, type SnapshotPolicy } from './snapshotSchedule.js';
 import { removeSnapshotLeftovers, restoreSnapshot } from './snapshots.js';
@@ -60,8 +62,8 @@ const parent = parentPort!;
 const ports = new Set<MessagePort>();
 /** Tests only (faults): the process kills itself once it has journaled this command, before the commit. */
 const killAfterAppendOf = process.env.TRACKD_TEST_KILL_AFTER_JOURNALING || undefined;
-/** Tests only (faults): the process kills itself halfway through uploading this shard's snapshot number n. */
-const killDuringSnapshot = Number(process.env.TRACKD_TEST_KILL_DURING_SNAPSHOT || 0);
+/** Tests only (faults): once this file exists, the process kills itself halfway through uploading the next snapshot. */
+const killDuringSnapshot = process.env.TRACKD_TEST_KILL_DURING_SNAPSHOT || undefined;
 
 try {
   const control = await ControlPlane.open(data.dataDir);
@@ -111,11 +113,15 @@ try {
   const reportIndex = { ...reportIndexOf(writer).footprint(), ms: Math.round(performance.now() - building) };
   let relay: EventRelay | undefined;
   let relayStarting: Promise<void> | undefined;
-  /** Runs a command on the shard's writer (through the journal when there is one); the relay publishes what it committed. */
+  let dispatcher: WebhookDispatcher | undefined;
+  let dispatcherStarting: Promise<void> | undefined;
+  /** Runs a command on the shard's writer (through the journal when there is one); the relay publishes what it committed, the webhook dispatcher delivers it. */
   const run = (command: CommandMessage, reply: (answer: CommandAnswer) => void) => {
     const answered = (answer: CommandAnswer) => {
       reply(answer);
       relay?.wake();
+      if (command.name.startsWith('webhooks.') && command.name !== recordProgress.name) dispatcher?.reload();
+      else dispatcher?.wake();
     };
     if (actor === undefined) answered(writer.execute(command));
     else actor.submit(command, answered);
@@ -135,6 +141,11 @@ try {
       }
     }
   };
+  const startDispatcher = async (settings: WebhookSettings) => {
+    const submit = (items: unknown) =>
+      new Promise<void>((resolve) => run({ id: --localIds, name: recordProgress.name, args: { items }, now: Date.now() }, () => resolve()));
+    dispatcher = await WebhookDispatcher.start(data.dataDir, data.index, settings, submit);
+  };
   let closing = false;
   parent.on('message', async (message: ToShardWorker) => {
     if (message.type === 'connect') {
@@ -144,10 +155,13 @@ try {
       port.on('close', () => ports.delete(port));
     } else if (message.type === 'relay') {
       relayStarting ??= startRelay(message.settings);
+      if (message.settings.webhooks !== undefined) dispatcherStarting ??= startDispatcher(message.settings.webhooks);
     } else if (message.type === 'close') {
       closing = true;
       await relayStarting;
       await relay?.stop();
+      await dispatcherStarting?.catch(() => undefined);
+      await dispatcher?.stop();
       for (const port of ports) port.close();
       if (actor === undefined) writer.close();
       else {

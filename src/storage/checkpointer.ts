@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { threadFile } from '../runtime/threadFile.js';
 
 /**
  * WAL checkpoints off the writers' thread. A checkpoint copies the WAL back into the database file
@@ -17,7 +18,7 @@ let worker: Worker | undefined;
 export function checkpointInBackground(file: string, writer: { pragma(source: string): unknown }): () => void {
   writer.pragma(`wal_autocheckpoint = ${SAFETY_NET_PAGES}`);
   if (worker === undefined) {
-    const started = new Worker(new URL('./checkpointWorker.js', import.meta.url));
+    const started = new Worker(threadFile('storage/checkpointWorker.js'));
     started.unref();
     // A failed worker leaves the writers' own (safety net) checkpoints; the next registration starts another.
     started.on('error', () => undefined);

@@ -61,6 +61,12 @@ t.test('assets import', async (t) => {
         ['ble', 'B-1'],
       ],
     );
+    const created = (await get('/api/v1/events?after=0&limit=100')).json.data.filter((e: any) => e.type === 'asset.created');
+    for (const key of ['CSV-1', 'CSV-2']) {
+      const event = created.find((e: any) => e.data.asset.external_key === key);
+      const stored = (await get(`/api/v1/assets/${event.data.asset.id}`)).json.data;
+      t.same(event.data.asset, stored, `${key}: the asset.created event holds the asset as a read of it gives it`);
+    }
     t.equal((await assetByKey('CSV-2')).is_active, false);
     t.match((await get('/api/v1/assets?q=Minted')).json.data[0].external_key, /^ASSET-\d{4}$/, 'a row without a key gets a minted one');
   });

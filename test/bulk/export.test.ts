@@ -50,6 +50,50 @@ t.test('exports', async (t) => {
     t.same(items[41], one, 'a line is the asset as GET /assets/{id} shows it');
   });
 
+  await t.test('NDJSON lines of unusual assets: the asset as a read shows it', async (t) => {
+    const odd = await trackd.createOrg('Export odd');
+    const { token } = await trackd.createKey(odd.id);
+    const get = (url: string) => trackd.request('GET', url, { token });
+    const bodies = [
+      {
+        external_key: 'ODD-1',
+        name: 'Ünïcödé 🚜 "q" \\ back',
+        description: 'tab\there\nline\r\ncrlf',
+        valid_from: '1901-03-04T05:06:07.089Z',
+      },
+      {
+        external_key: 'ODD-2',
+        name: 'Window',
+        valid_from: '2026-01-02T03:04:05.006Z',
+        valid_to: '9999-12-31T23:59:59.999Z',
+        is_active: false,
+      },
+      { external_key: 'ODD-3', name: 'Meta', metadata: { nested: { a: [1, 2.5, null, true] }, ключ: 'значение' } },
+      {
+        external_key: 'ODD-4',
+        name: 'Gone',
+        tags: [
+          { tag_type: 'ble', value: 'ODD-B4' },
+          { tag_type: 'rfid', value: 'ODD-R4' },
+        ],
+      },
+    ];
+    const keys = bodies.map((b) => `external_key=${b.external_key}`).join('&');
+    for (const body of bodies) {
+      const res = await trackd.request('POST', '/api/v1/assets', { token, body });
+      t.equal(res.status, 201, `${body.external_key} ${res.text}`);
+    }
+    const items = lines((await get(`/api/v1/assets/export?${keys}`)).text).map((l) => JSON.parse(l));
+    t.equal(items.length, bodies.length);
+    for (const item of items) t.same(item, (await get(`/api/v1/assets/${item.id}`)).json.data, `${item.external_key}: as GET shows it`);
+    const gone = items.find((item) => item.external_key === 'ODD-4');
+    t.equal((await trackd.request('DELETE', `/api/v1/assets/${gone.id}`, { token })).status, 204);
+    const deleted = lines((await get('/api/v1/assets/export?include_deleted=true&external_key=ODD-4')).text).map((l) => JSON.parse(l));
+    const listed = (await get('/api/v1/assets?include_deleted=true&external_key=ODD-4')).json.data;
+    t.same(deleted, listed, 'a deleted asset (include_deleted) as the list shows it');
+    t.match(deleted[0]?.deleted_at, /Z$/);
+  });
+
   await t.test('the list filters select the same rows as the list', async (t) => {
     for (const filter of ['q=ET-12', 'is_active=false', 'external_key=E-7&external_key=E-9', 'q=nothing-like-this']) {
       const exported = lines((await get(`/api/v1/assets/export?${filter}`)).text).length;

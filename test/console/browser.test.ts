@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import t from 'tap';
 import { launchChromium, screenshotPath } from '../helpers/browser.js';
 import { createUser, PASSWORD } from '../helpers/console.js';
-import { natsClient, publish, scanBody } from '../helpers/scans.js';
+import { drained, natsClient, publish, scanBody } from '../helpers/scans.js';
 import { ALL_SCOPES, eventually, startTrackd } from '../helpers/trackd.js';
 
 /**
@@ -136,6 +136,12 @@ t.test('the console in headless Chromium', async (t) => {
       true,
       'listed as revoked',
     );
+    const lastUsed = await eventually(async () => {
+      await page.reload();
+      const cell = row.locator('td[data-label="Last used"] time');
+      return (await cell.count()) === 1 ? cell.getAttribute('datetime') : undefined;
+    }, 5000);
+    t.ok(Math.abs(Date.parse(lastUsed!) - Date.now()) < 60_000, `its last use is shown (${lastUsed})`);
   });
 
   t.test('a CSRF attempt is refused', async (t) => {
@@ -276,6 +282,23 @@ t.test('the console in headless Chromium', async (t) => {
     },
   );
 
+  t.test('an asset’s page follows its moves: where it is now, its history, the feed', async (t) => {
+    const nc = await natsClient(t, trackd.natsUrl);
+    await page.evaluate(`location.hash = '#/assets/${forklift.id}'`);
+    await page.getByRole('heading', { name: /Forklift 7/ }).waitFor();
+    await page.locator('[data-feed-status="live"]').waitFor();
+    t.match(await page.locator('[data-now-at]').textContent(), 'DOCK-3');
+    const visits = await page.locator('ol.timeline li').count();
+    await page.evaluate('window.sameDocument = true');
+    await publish(nc, `scans.${acme.id}.fixed`, scanBody('YARD', ['rfid:E28011600000020A1B2C3D4E']));
+    await page.locator('ol.feed li[data-move]', { hasText: 'DOCK-3 → YARD' }).waitFor();
+    await page.locator('[data-now-at]', { hasText: 'YARD' }).waitFor();
+    await eventually(async () => (await page.locator('ol.timeline li').count()) === visits + 1, 5000);
+    t.match(await page.locator('ol.timeline li a').first().textContent(), 'Yard', 'the new visit heads the timeline');
+    t.equal(await page.evaluate('window.sameDocument'), true, 'no reload');
+    await page.screenshot({ path: screenshotPath('asset-live'), fullPage: true });
+  });
+
   t.test('phone width: nothing wider than the screen', async (t) => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(`${base}/console/#/locations/${dock3.id}`);
@@ -312,4 +335,52 @@ t.test('the console in headless Chromium', async (t) => {
       'no script or CSP errors',
     );
   });
+});
+
+t.test('the live feed past the event log’s retention: 410, the view read again, the feed goes on from there', async (t) => {
+  const trackd = await startTrackd(t, { env: { HTTP_THREADS: '1', EVENT_RETENTION_SECONDS: '1' } });
+  const org = await trackd.createOrg('Short memory');
+  createUser(trackd, 'ann@example.com', [org.id]);
+  const { token } = await trackd.createKey(org.id, ALL_SCOPES);
+  for (const [path, body] of [
+    ['/api/v1/locations', { external_key: 'DOCK-1', name: 'Dock 1' }],
+    ['/api/v1/locations', { external_key: 'DOCK-2', name: 'Dock 2' }],
+    ['/api/v1/assets', { external_key: 'CRATE-1', name: 'Crate 1', tags: [{ tag_type: 'rfid', value: 'C1' }] }],
+  ] as const)
+    t.equal((await trackd.request('POST', path, { token, body })).status, 201);
+  const nc = await natsClient(t, trackd.natsUrl);
+  const moveCrate = (to: string) => publish(nc, `scans.${org.id}.fixed`, scanBody(to, ['rfid:C1']));
+  const context = await launchChromium(t);
+  const page = await context.newPage();
+  await page.goto(`${trackd.baseUrl}/console/`);
+  await page.getByLabel('Email').fill('ann@example.com');
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  const dock1 = page.locator('li[data-location]', { hasText: 'Dock 1' });
+  const dock2 = page.locator('li[data-location]', { hasText: 'Dock 2' });
+  await dock1.waitFor();
+  await page.locator('[data-feed-status="live"]').waitFor();
+  await page.evaluate('window.sameDocument = true');
+  const cursor = Number(await page.locator('[data-as-of-seq]').first().getAttribute('data-as-of-seq'));
+
+  // Offline while two moves happen and leave the log (retention 1 s): the feed's cursor is then expired.
+  await context.setOffline(true);
+  await page.locator('[data-feed-status="offline"]').waitFor();
+  await moveCrate('DOCK-1');
+  await moveCrate('DOCK-2');
+  await drained(nc);
+  await eventually(async () => (await trackd.request('GET', `/api/v1/events?after=${cursor}`, { token })).status === 410, 15_000);
+  await context.setOffline(false);
+  await page.locator('[data-feed-resumed="expired"]').waitFor({ timeout: 20_000 });
+  t.match(await page.locator('.feed-status').textContent(), `moves after #${cursor} were no longer in the event log`, 'it says why');
+  t.equal(await dock2.locator('[data-count="here"]').textContent(), '1 here', 'the counts read again hold the moves the feed missed');
+  t.equal(await dock1.locator('[data-count="here"]').textContent(), '0 here');
+  await page.screenshot({ path: screenshotPath('live-feed-expired'), fullPage: true });
+
+  // And the feed goes on from the view's new as_of_seq: the next move is applied once.
+  await moveCrate('DOCK-1');
+  await page.locator('ol.feed li[data-move]', { hasText: 'DOCK-2 → DOCK-1' }).waitFor();
+  await eventually(async () => (await dock1.locator('[data-count="here"]').textContent()) === '1 here', 5000);
+  t.equal(await dock2.locator('[data-count="here"]').textContent(), '0 here');
+  t.equal(await page.evaluate('window.sameDocument'), true, 'read again in place, no page reload');
 });

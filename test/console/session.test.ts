@@ -170,6 +170,26 @@ t.test('console sessions, CSRF, login limits and the key service over the reques
       20,
     );
     t.equal(after.json.error.detail, 'API key has been revoked', 'refused within a second');
+
+    // Last use: recorded off the request path (the thread's 200 ms timer), to the minute.
+    const used = (
+      await trackd.request('POST', KEYS, { body: { name: 'in use', scopes: ['assets:read'], expires_in: '30d', org_id: acme.id }, headers })
+    ).json.data;
+    const usedAt = async () => {
+      const r = await trackd.request('GET', KEYS, { headers });
+      return r.json.data.find((k: { api_key_id: string }) => k.api_key_id === used.api_key_id).last_used_at as string | null;
+    };
+    t.equal(await usedAt(), null, 'never used yet');
+    t.equal((await trackd.request('GET', '/api/v1/orgs/me', { token: used.token })).status, 200);
+    const firstUse = Date.parse((await eventually(usedAt, 2000, 20)) ?? '');
+    t.ok(Math.abs(firstUse - clock.now()) < 5000, 'last used: the use just made');
+    clock.advance(61_000);
+    t.equal((await trackd.request('GET', '/api/v1/orgs/me', { token: used.token })).status, 200);
+    const later = await eventually(async () => {
+      const at = await usedAt();
+      return at !== null && Date.parse(at) >= firstUse + 60_000 ? at : undefined;
+    });
+    t.ok(later, 'a minute on, the next use moves it');
   });
 
   t.test('logout and expiry end the session on the server', async (t) => {

@@ -142,6 +142,18 @@ t.test('every operation through the typed client', async (t) => {
   const events = ok('GET /api/v1/events', await api.GET('/api/v1/events', { params: { query: { after: 0, limit: 1000 } } }), 200);
   const moved = events.data.find((e) => e.type === 'asset.moved');
   t.equal(moved?.seq, report.data!.as_of_seq, 'the move is the last event, and the report reflects it (as_of_seq)');
+  const ticket = ok('POST /api/v1/events/tickets', await api.POST('/api/v1/events/tickets', { body: {} }), 201);
+  t.match(ticket.data.ticket, /^\d+\./, 'a ticket names its org');
+  const stream = ok(
+    'GET /api/v1/events/stream',
+    await api.GET('/api/v1/events/stream', { params: { query: { after: 0, type: ['asset.moved'] } }, parseAs: 'stream' }),
+    200,
+  );
+  const reader = stream.getReader();
+  let frames = '';
+  while (!frames.includes('\n\n', frames.indexOf('event: asset.moved'))) frames += new TextDecoder().decode((await reader.read()).value);
+  t.match(frames, `id: ${moved?.seq}\nevent: asset.moved\ndata: {`, 'the stream begins with the move');
+  await reader.cancel();
 
   const csv = { bodySerializer: (body: string) => body, headers: { 'Content-Type': 'text/csv' } };
   const assetJob = ok(

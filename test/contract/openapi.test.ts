@@ -44,7 +44,9 @@ t.test('OpenAPI 3.0.3 description at /api/openapi.json and /api/openapi.yaml', a
       t.ok(Array.isArray(op['x-required-scopes']), `${label}: x-required-scopes is an array`);
       for (const scope of op['x-required-scopes']) {
         t.ok(
-          ['assets:read', 'assets:write', 'locations:read', 'locations:write', 'tracking:read'].includes(scope),
+          ['assets:read', 'assets:write', 'locations:read', 'locations:write', 'tracking:read', 'webhooks:read', 'webhooks:write'].includes(
+            scope,
+          ),
           `${label}: ${scope} is an integrator scope`,
         );
       }

@@ -92,3 +92,62 @@ t.test('kill -9 mid-import: the job says exactly what was applied; the rerun app
   t.match(rerun, { status: 'completed', total_rows: ROWS, created: ROWS - through, unchanged: through, updated: 0, failed_rows: 0 });
   check(ROWS, 'after the rerun');
 });
+
+t.test('kill -9 mid location import (tree order): the counts are what the data holds; the rerun applies the rest once', async (t) => {
+  const PARENTS = 200;
+  const CHILDREN = 20_000;
+  const trackd = await spawnTrackd(t, { env: { SHARDS: '1', HTTP_THREADS: '1', LOG_LEVEL: 'warn' } });
+  const org = await trackd.createOrg('Crash tree');
+  const { token } = await trackd.createKey(org.id);
+  const shardFile = path.join(trackd.dataDir, 'shards', 'shard-0.sqlite');
+  // Children first, their parents at the end of the file: the job applies parents first, so not in file order.
+  let csv = 'external_key,name,parent_external_key\n';
+  for (let i = 0; i < CHILDREN; i++) csv += `C-${i},Child ${i},P-${i % PARENTS}\n`;
+  for (let p = 0; p < PARENTS; p++) csv += `P-${p},Parent ${p},\n`;
+  const accepted = await trackd.http('POST', '/api/v1/locations/bulk', { token, body: csv, contentType: 'text/csv' });
+  t.equal(accepted.status, 202, accepted.text);
+  const db = new Database(shardFile, { readonly: true });
+  await eventually(() => ((db.prepare('SELECT processed FROM bulk_jobs').pluck().get() as number | undefined) ?? 0) >= 1000, 60_000, 5);
+  trackd.process.kill('SIGKILL');
+  await eventually(() => trackd.process.signalCode === 'SIGKILL', 5000);
+  db.close();
+  await trackd.restart();
+
+  const job = (await trackd.request('GET', accepted.json.status_url, { token })).json.data;
+  t.equal(job.status, 'failed');
+  t.match(job.detail, /interrupted .* rows were judged in tree order/);
+  t.ok(job.processed_rows > 0 && job.processed_rows < CHILDREN + PARENTS, `the kill came mid-job (${job.processed_rows} rows judged)`);
+  t.match(job, { failed_rows: 0, created: job.processed_rows });
+  const check = (expected: number, label: string) => {
+    const shard = new Database(shardFile, { readonly: true });
+    try {
+      const counts = shard
+        .prepare(
+          'SELECT count(*) AS locations, count(DISTINCT external_key) AS keys FROM locations WHERE org_id = ? AND deleted_at IS NULL',
+        )
+        .get(org.id);
+      t.same(counts, { locations: expected, keys: expected }, `${label}: ${expected} locations, each once`);
+      const misplaced = shard
+        .prepare(
+          `SELECT count(*) FROM locations c LEFT JOIN locations p ON p.id = c.parent_id
+           WHERE c.org_id = ? AND c.external_key LIKE 'C-%'
+             AND (p.external_key IS NULL OR p.external_key <> 'P-' || (CAST(substr(c.external_key, 3) AS INTEGER) % ${PARENTS}))`,
+        )
+        .pluck()
+        .get(org.id);
+      t.equal(misplaced, 0, `${label}: every child under the parent its row named`);
+    } finally {
+      shard.close();
+    }
+  };
+  check(job.created, 'after the kill');
+  const rerun = await runImport(trackd, token, 'locations', csv, { query: 'mode=upsert', timeoutMs: 120_000 });
+  t.match(rerun, {
+    status: 'completed',
+    created: CHILDREN + PARENTS - job.created,
+    unchanged: job.created,
+    updated: 0,
+    failed_rows: 0,
+  });
+  check(CHILDREN + PARENTS, 'after the rerun');
+});

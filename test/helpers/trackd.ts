@@ -125,7 +125,8 @@ async function launch(env: Record<string, string>): Promise<{ child: ChildProces
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const port = await new Promise<number>((resolve, reject) => {
     let buffer = '';
-    const timer = setTimeout(() => reject(new Error(`trackd did not start within 30s: ${stderr}`)), 30_000);
+    // A deadline against a hang, not a speed check: a loaded machine (load average 30 on 2 cores) took over 30 s.
+    const timer = setTimeout(() => reject(new Error(`trackd did not start within 120 s: ${stderr}`)), 120_000);
     child.stdout!.on('data', (d: Buffer) => {
       buffer += d.toString();
       let nl: number;

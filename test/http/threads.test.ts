@@ -6,6 +6,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import { loadConfig } from '../../src/config.js';
+import { HttpThreads } from '../../src/http/threads.js';
+import { createLogger } from '../../src/log.js';
+import { Metrics } from '../../src/ops/metrics.js';
+import { Readiness } from '../../src/ops/readiness.js';
+import type { ShardActors } from '../../src/shards/actors.js';
 import { startTrackd } from '../helpers/trackd.js';
 
 const THREADS = 4;
@@ -92,4 +98,16 @@ t.test('a second trackd on a port already served refuses to start instead of sha
     'the second exits with one line saying why',
   );
   t.equal((await first.request('GET', '/healthz')).status, 200, 'the first still serves');
+});
+
+t.test('an HTTP thread that fails to start is reported, and stopping the threads after it does not hang', async (t) => {
+  // A DATA_DIR that is a file: the thread cannot open the control database.
+  const file = path.join(t.testdir(), 'not-a-directory');
+  fs.writeFileSync(file, '');
+  const config = loadConfig({ DATA_DIR: file, LOG_LEVEL: 'silent', SHARDS: '1' });
+  const threads = new HttpThreads(config, createLogger('silent'), new Readiness(), {} as ShardActors, new Metrics(), (err) => {
+    throw err;
+  });
+  await t.rejects(threads.start(1), 'the start fails with the thread');
+  await t.resolves(threads.stop(), 'every thread stops, the failed one included (it answers the stop too)');
 });

@@ -18,6 +18,9 @@ t.test('configuration is validated at start: a bad value stops it with one line 
     [{ MQTT_PORT: 'x' }, 'MQTT_PORT'],
     [{ CLUSTER_NODE_ID: 'node a' }, 'CLUSTER_NODE_ID'],
     [{ CLUSTER_STATIC_SHARDS: '0,x', CLUSTER_NODE_ID: 'a' }, 'CLUSTER_STATIC_SHARDS'],
+    [{ WEBHOOK_ALLOWED_CIDRS: '10.0.0.0/33' }, 'WEBHOOK_ALLOWED_CIDRS'],
+    [{ WEBHOOK_RETRY_WINDOW_SECONDS: '0' }, 'WEBHOOK_RETRY_WINDOW_SECONDS'],
+    [{ WEBHOOK_TIMEOUT_MS: '5' }, 'WEBHOOK_TIMEOUT_MS'],
   ];
   for (const [env, name] of cases) {
     const r = spawnSync(process.execPath, [BIN, 'serve'], {

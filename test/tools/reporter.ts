@@ -51,8 +51,16 @@ export default async function* reporter(source: AsyncIterable<TestEvent>): Async
   let passed = 0;
   let failed = 0;
   const started = Date.now();
+  const fileStarted = new Map<string, number>();
+  const fileSeconds = new Map<string, number>();
   for await (const { type, data } of source) {
     const file = relative(data.file);
+    // A file's own test starts at its dequeue and ends at its complete (the runner gives tap files no durations).
+    if (data.nesting === 0 && data.name === data.file) {
+      if (type === 'test:dequeue') fileStarted.set(file, Date.now());
+      if (type === 'test:complete') fileSeconds.set(file, (Date.now() - (fileStarted.get(file) ?? started)) / 1000);
+      continue;
+    }
     if (type === 'test:diagnostic') {
       if (data.nesting > 0 && data.message !== undefined) tally(file).notes.push(data.message);
       continue;
@@ -88,5 +96,7 @@ export default async function* reporter(source: AsyncIterable<TestEvent>): Async
     }
   }
   yield `\n${files.size} files, ${passed + failed} assertions: ${passed} passed, ${failed} failed, in ${seconds(Date.now() - started)}\n`;
+  const slowest = [...fileSeconds].sort((a, b) => b[1] - a[1]).slice(0, 12);
+  yield `slowest files: ${slowest.map(([file, s]) => `${file} ${s.toFixed(1)} s`).join(', ')}\n`;
   if (failedGroups.length > 0) yield `failed:\n${failedGroups.map((f) => `  ${f}\n`).join('')}`;
 }

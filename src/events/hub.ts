@@ -1,0 +1,198 @@
+import type { Authenticator, Principal } from '../auth/authenticator.js';
+import type { Shard } from '../shards/shard.js';
+import { envelopeJson, type EventRow } from './envelope.js';
+import type { EventFilter } from './filters.js';
+import { eventReads, visibleTo } from './read.js';
+
+/**
+ * Where a subscriber's events go (an SSE response, one subscription of a WebSocket). `event` and
+ * `keepAlive` say false when the client is not keeping up (what was given is still delivered).
+ */
+export interface StreamSink {
+  event(row: EventRow): boolean;
+  keepAlive(): boolean;
+  /** Ends the subscription, telling the client why and the position to resume after. */
+  end(reason: CloseReason, resumeAfter: number): void;
+  /** Called once when the client can take more after a write said false. */
+  onWritable(resume: () => void): void;
+}
+
+/** The raw side of a Server-Sent Events response (server.ts writes it to uWS). */
+export interface TextSink {
+  write(text: string): boolean;
+  /** Writes the last frame and closes the stream (the response ends once it is flushed). */
+  end(text: string): void;
+  onWritable(resume: () => void): void;
+}
+
+/** Why the server ends a stream (the `reason` of its last frame, `event: close`). */
+export type CloseReason = 'slow_consumer' | 'unauthorized' | 'cursor_expired' | 'shutdown';
+
+export interface HubOptions {
+  /** How often each thread looks for new events of the orgs it streams. */
+  pollMs: number;
+  /** A client that has not taken its frames for this long is closed (slow_consumer). */
+  slowMs: number;
+  /** A client more than this many events behind the head is closed (slow_consumer). */
+  maxLag: number;
+  heartbeatMs: number;
+  /** A WebSocket with this many bytes unsent counts as not keeping up (its subscriptions wait for the drain). */
+  socketHighWaterBytes: number;
+}
+
+export const DEFAULT_HUB_OPTIONS: HubOptions = {
+  pollMs: 20,
+  slowMs: 10_000,
+  maxLag: 10_000,
+  heartbeatMs: 5_000,
+  socketHighWaterBytes: 1024 * 1024,
+};
+
+interface Subscriber {
+  orgId: number;
+  shard: Shard;
+  principal: Principal;
+  filter: EventFilter;
+  /** The last sequence this client has been given (or skipped past). */
+  cursor: number;
+  sink: StreamSink;
+  /** Since when the client has not taken what it was given (undefined: keeping up). */
+  blockedSince: number | undefined;
+  closed: boolean;
+}
+
+const BATCH = 500;
+
+/** One frame of a Server-Sent Events stream: `id` is the org sequence, so a reconnect's Last-Event-ID resumes exactly. */
+export const sseFrame = (row: EventRow) => `id: ${row.seq}\nevent: ${row.type}\ndata: ${envelopeJson(row)}\n\n`;
+const closeFrame = (reason: CloseReason, cursor: number) => `event: close\ndata: {"reason":"${reason}","resume_after":${cursor}}\n\n`;
+
+/** A Server-Sent Events response as a subscriber's sink. */
+export function sseSink(raw: TextSink): StreamSink {
+  return {
+    event: (row) => raw.write(sseFrame(row)),
+    keepAlive: () => raw.write(': keep-alive\n\n'),
+    end: (reason, resumeAfter) => raw.end(closeFrame(reason, resumeAfter)),
+    onWritable: (resume) => raw.onWritable(resume),
+  };
+}
+
+/**
+ * The streams of one HTTP thread. The log in SQLite is every client's buffer: each subscriber is a
+ * cursor, so a client that stops reading costs no memory here; it is simply not written to until
+ * uWS says it drained, and closed (slow_consumer) once it is too far behind or blocked too long,
+ * to resume from its last id. One read per organization and poll serves all its subscribers.
+ */
+export class EventHub {
+  private readonly subscribers = new Set<Subscriber>();
+  private timer: NodeJS.Timeout | undefined;
+  private lastHeartbeat = Date.now();
+  readonly closedBy = new Map<CloseReason, number>();
+
+  constructor(
+    private readonly authenticator: Authenticator,
+    private readonly options: HubOptions = DEFAULT_HUB_OPTIONS,
+  ) {}
+
+  /** Starts streaming to `sink` after `cursor`; returns the function that detaches it (client gone). */
+  add(shard: Shard, principal: Principal, filter: EventFilter, cursor: number, sink: StreamSink): () => void {
+    const sub: Subscriber = { orgId: principal.orgId, shard, principal, filter, cursor, sink, blockedSince: undefined, closed: false };
+    this.subscribers.add(sub);
+    this.timer ??= setInterval(() => this.tick(), this.options.pollMs);
+    this.tick();
+    return () => this.detach(sub);
+  }
+
+  /** Open streams on this thread. */
+  size(): number {
+    return this.subscribers.size;
+  }
+
+  private detach(sub: Subscriber): void {
+    sub.closed = true;
+    this.subscribers.delete(sub);
+    if (this.subscribers.size === 0 && this.timer !== undefined) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  close(sub: Subscriber, reason: CloseReason): void {
+    if (sub.closed) return;
+    this.detach(sub);
+    this.closedBy.set(reason, (this.closedBy.get(reason) ?? 0) + 1);
+    sub.sink.end(reason, sub.cursor);
+  }
+
+  closeAll(reason: CloseReason): void {
+    for (const sub of [...this.subscribers]) this.close(sub, reason);
+  }
+
+  private tick(): void {
+    const now = Date.now();
+    const heartbeat = now - this.lastHeartbeat >= this.options.heartbeatMs;
+    if (heartbeat) this.lastHeartbeat = now;
+    const byOrg = new Map<number, Subscriber[]>();
+    for (const sub of this.subscribers) {
+      if (!this.authenticator.valid(sub.principal, now)) {
+        this.close(sub, 'unauthorized');
+        continue;
+      }
+      let list = byOrg.get(sub.orgId);
+      if (list === undefined) byOrg.set(sub.orgId, (list = []));
+      list.push(sub);
+    }
+    for (const [orgId, subs] of byOrg) {
+      try {
+        this.feed(orgId, subs, now, heartbeat);
+      } catch {
+        // A read that failed (storage trouble) is tried again at the next poll.
+      }
+    }
+  }
+
+  private feed(orgId: number, subs: Subscriber[], now: number, heartbeat: boolean): void {
+    const s = eventReads(subs[0]!.shard);
+    const head = (s.head.get(orgId) as number | undefined) ?? 0;
+    let from = Number.POSITIVE_INFINITY;
+    for (const sub of subs) {
+      if (sub.blockedSince !== undefined) {
+        if (now - sub.blockedSince > this.options.slowMs || head - sub.cursor > this.options.maxLag) this.close(sub, 'slow_consumer');
+        continue;
+      }
+      if (head - sub.cursor > this.options.maxLag) {
+        this.close(sub, 'slow_consumer');
+        continue;
+      }
+      if (sub.cursor < head) from = Math.min(from, sub.cursor);
+      else if (heartbeat) this.write(sub, undefined, now);
+    }
+    if (from === Number.POSITIVE_INFINITY) return;
+    const oldest = (s.oldest.get(orgId) as number | null) ?? head + 1;
+    let rows = s.after.all(orgId, from, BATCH) as EventRow[];
+    for (const sub of subs) {
+      if (sub.closed || sub.blockedSince !== undefined || sub.cursor >= head) continue;
+      if (sub.cursor + 1 < oldest) {
+        this.close(sub, 'cursor_expired');
+        continue;
+      }
+      if (rows.length > 0 && rows[0]!.seq > sub.cursor + 1) rows = s.after.all(orgId, sub.cursor, BATCH) as EventRow[];
+      for (const row of rows) {
+        if (row.seq <= sub.cursor) continue;
+        sub.cursor = row.seq;
+        if (!visibleTo(sub.principal.scopes, row) || !sub.filter.matches(row)) continue;
+        if (!this.write(sub, row, now)) break;
+      }
+    }
+  }
+
+  /** Writes an event (or a keep-alive); false (and the client marked blocked until it drains) when uWS holds it back. */
+  private write(sub: Subscriber, row: EventRow | undefined, now: number): boolean {
+    if (row === undefined ? sub.sink.keepAlive() : sub.sink.event(row)) return true;
+    sub.blockedSince = now;
+    sub.sink.onWritable(() => {
+      sub.blockedSince = undefined;
+    });
+    return false;
+  }
+}
