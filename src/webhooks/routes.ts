@@ -22,6 +22,7 @@ import {
   PatchWebhookBody,
   ReplayBody,
   RotateSecretBody,
+  NoFieldsBody,
   SecretEnvelope,
   SendAccepted,
   WebhookCreated,
@@ -229,6 +230,7 @@ export function webhookRoutes(services: Services): Route[] {
       summary: 'Send a `webhook.test` event once (paused endpoints too); its attempt shows in the delivery log',
       tag: TAG,
       scopes: WRITE,
+      body: { schema: NoFieldsBody, contentType: 'application/json' },
       responses: { 202: { description: 'Queued for the dispatcher', schema: SendAccepted } },
       handler: async (ctx) => {
         const args = { orgId: ctx.principal.orgId, id: ctx.params.webhook_id!, kind: 'test' as const, messageId: testMessageId() };
@@ -269,6 +271,7 @@ export function webhookRoutes(services: Services): Route[] {
       summary: "Send a logged attempt's message once more (same `webhook-id`), out of the cursor's order",
       tag: TAG,
       scopes: WRITE,
+      body: { schema: NoFieldsBody, contentType: 'application/json' },
       responses: {
         202: { description: 'Queued for the dispatcher', schema: SendAccepted },
         410: { description: 'The event is no longer held (cursor_expired)' },

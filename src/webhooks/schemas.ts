@@ -175,3 +175,6 @@ export const DeliveryList = Type.Object(
   },
   { additionalProperties: false, 'x-component': 'WebhookDeliveryList' },
 );
+
+/** The body of an operation that takes no fields: `{}` (every POST carries a JSON body, interface 4.1). */
+export const NoFieldsBody = Type.Object({}, { additionalProperties: false, 'x-component': 'WebhookNoFieldsBody' });

@@ -176,12 +176,13 @@ t.test('every operation through the typed client', async (t) => {
     await hooks.POST('/api/v1/webhooks/{webhook_id}/rotate-secret', { ...wid, body: {} }),
     200,
   );
-  ok('POST /api/v1/webhooks/{webhook_id}/test', await hooks.POST('/api/v1/webhooks/{webhook_id}/test', wid), 202);
+  ok('POST /api/v1/webhooks/{webhook_id}/test', await hooks.POST('/api/v1/webhooks/{webhook_id}/test', { ...wid, body: {} }), 202);
   ok('GET /api/v1/webhooks/{webhook_id}/deliveries', await hooks.GET('/api/v1/webhooks/{webhook_id}/deliveries', wid), 200);
   ok(
     'POST /api/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
     await hooks.POST('/api/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver', {
       params: { path: { webhook_id: hook.id, delivery_id: 999_999 } },
+      body: {},
     }),
     404,
   );

@@ -78,7 +78,7 @@ t.test('an event failing past the retry window pauses the endpoint (retry_window
   t.equal(manual.json.data.paused_reason, 'manual');
   const before = receiver.received.length;
   const held = await newAsset();
-  const test = await trackd.request('POST', `/api/v1/webhooks/${hook.id}/test`, { token });
+  const test = await trackd.request('POST', `/api/v1/webhooks/${hook.id}/test`, { token, body: {} });
   await eventually(() => receiver.received.length > before);
   t.equal(receiver.received.at(-1)!.json.type, 'webhook.test', 'a test event goes to a paused endpoint');
   t.equal(receiver.received.at(-1)!.headers['webhook-id'], test.json.data.message_id);
