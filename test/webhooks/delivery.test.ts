@@ -182,9 +182,8 @@ t.test('secret rotation: both secrets sign during the overlap, the new one alone
   await eventually(() => receiver.received.length >= 1);
   const during = receiver.received[0]!;
   t.equal(String(during.headers['webhook-signature']).split(' ').length, 2, 'two signatures');
-  new Webhook(fresh).verify(during.body, during.headers as Record<string, string>);
-  new Webhook(hook.secret).verify(during.body, during.headers as Record<string, string>);
-  t.pass('both the new and the previous secret verify');
+  t.doesNotThrow(() => new Webhook(fresh).verify(during.body, during.headers as Record<string, string>), 'the new secret verifies');
+  t.doesNotThrow(() => new Webhook(hook.secret).verify(during.body, during.headers as Record<string, string>), 'the previous one too');
 
   const dropped = await trackd.request('POST', `/api/v1/webhooks/${hook.id}/rotate-secret`, {
     token,
