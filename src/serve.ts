@@ -23,6 +23,7 @@ import { ShardRegistry } from './shards/registry.js';
 import { StorageHealth } from './storage/health.js';
 import { OwnershipTable } from './cluster/ownershipTable.js';
 import { threadRpc, type ThreadRpc } from './cluster/rpcNode.js';
+import { joinControlCluster } from './control/clusterControl.js';
 
 export interface RunningService {
   port: number;
@@ -65,6 +66,11 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
   const stopLoopAndGc = collectLoopAndGc(metrics, 'main');
   fs.mkdirSync(config.DATA_DIR, { recursive: true });
   const control = await ControlPlane.open(config.DATA_DIR);
+  // Cluster mode: the cluster's orgs, keys and signing key, mirrored into the control file before any thread reads it.
+  const controlCluster = await joinControlCluster(config, control, { follow: true, logger }).catch((err) => {
+    control.close();
+    throw err;
+  });
   // Generated here once, before any thread may race to create it.
   const signingKey = await loadSigningKey(config.DATA_DIR);
   let crashed: ((err: Error) => void) | undefined;
@@ -95,6 +101,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
           },
         }
       : undefined,
+    config.CLUSTER_NODE_ID === undefined ? undefined : { natsUrl: config.NATS_URL!, replicas: config.JOURNAL_REPLICAS },
   );
   const readiness = Readiness.initial({ storage: true, consumer: false });
   // Cluster mode: the shards this node serves; requests for the others go to their owners (shard RPC).
@@ -179,6 +186,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
     stopLoopAndGc();
     await shards.closeAll();
     await actors.closeAll();
+    await controlCluster?.stop();
     control.close();
     throw err;
   }
@@ -234,6 +242,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
       await shards.closeAll();
       await actors.closeAll();
       services.storageHealth?.close();
+      await controlCluster?.stop();
       control.close();
       await embedded?.stop();
       stopLoopAndGc();

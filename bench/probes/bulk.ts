@@ -160,7 +160,7 @@ async function exportOnce(
 /** The import ceiling: the same rows straight into a fresh shard file. */
 async function insertCeiling(dir: string): Promise<number> {
   const control = await ControlPlane.open(dir);
-  const org = control.createOrg('ceiling', 1);
+  const org = await control.createOrg('ceiling', 1);
   const writer = await ShardWriter.open(dir, 0, control, new ShardGenerations(), { placement: scanPlacement });
   const db = writer.writer;
   const asset = db.prepare(

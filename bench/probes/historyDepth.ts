@@ -1,7 +1,9 @@
 /**
  * History of one asset with many visits: what a page costs at offset 0 and at deep offsets, through
  * the real query (assetHistory over a shard file built by the shard migrations), in-process. One
- * JSON line: microseconds per page (limit 50, default and ascending sort) at each offset.
+ * JSON line: microseconds per page (limit 50, default and ascending sort) at each offset, and per
+ * total_count of a time window (from/to) two ways in the same run: counting the window's visits
+ * (the plain count, as before) and `windowCount` (the smaller side of the kept visit_count).
  *
  *   node dist/bench/probes/historyDepth.js [--visits 100000]
  */
@@ -10,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { shardMigrations } from '../../migrations/shard/index.js';
-import { assetHistory } from '../../src/scans/historyQuery.js';
+import { assetHistory, windowCount } from '../../src/scans/historyQuery.js';
 import { Shard } from '../../src/shards/shard.js';
 import { migrate, openDatabase } from '../../src/storage/sqlite.js';
 
@@ -53,12 +55,37 @@ const perPage = (offset: number, desc: boolean) => {
   }
   return Math.round(((performance.now() - started) * 1000) / rounds);
 };
+const at = (share: number) => BASE + Math.floor(VISITS * share) * 60_000;
+const windows: [string, number | undefined, number | undefined][] = [
+  ['since_10pct', at(0.1), undefined],
+  ['since_50pct', at(0.5), undefined],
+  ['since_90pct', at(0.9), undefined],
+  ['from_5pct_to_95pct', at(0.05), at(0.95)],
+  ['until_20pct', undefined, at(0.2)],
+];
+const plainCount = shard.readerStatements.get(
+  'SELECT count(*) FROM scan_history WHERE asset_id = ? AND event_observed_at >= ? AND event_observed_at <= ?',
+);
+const timed = (count: () => number) => {
+  const rounds = 20;
+  const answer = count();
+  const started = performance.now();
+  for (let i = 0; i < rounds; i++) if (count() !== answer) throw new Error('unstable count');
+  return { answer, us: Math.round(((performance.now() - started) * 1000) / rounds) };
+};
+const perWindow = (from: number | undefined, to: number | undefined) => {
+  const plain = timed(() => plainCount.pluck().get(ASSET, from ?? 0, to ?? Number.MAX_SAFE_INTEGER) as number);
+  const kept = timed(() => windowCount(shard, ASSET, VISITS, from, to));
+  if (plain.answer !== kept.answer) throw new Error(`window count ${kept.answer} != ${plain.answer}`);
+  return { visits: plain.answer, plain_us: plain.us, kept_us: kept.us, ratio: Math.round((plain.us / Math.max(1, kept.us)) * 10) / 10 };
+};
 const offsets = [...new Set([0, Math.min(1_000, VISITS - LIMIT), Math.floor(VISITS / 2), VISITS - LIMIT])];
 console.log(
   JSON.stringify({
     visits: VISITS,
     page_us_desc: Object.fromEntries(offsets.map((o) => [o, perPage(o, true)])),
     page_us_asc: Object.fromEntries(offsets.map((o) => [o, perPage(o, false)])),
+    window_count_us: Object.fromEntries(windows.map(([name, from, to]) => [name, perWindow(from, to)])),
   }),
 );
 fs.rmSync(dir, { recursive: true, force: true });

@@ -52,7 +52,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 async function shardOf(dir: string) {
   const control = await ControlPlane.open(dir);
-  const org = control.createOrg('probe', 1);
+  const org = await control.createOrg('probe', 1);
   const writer = await ShardWriter.open(dir, 0, control, new ShardGenerations(), { placement: scanPlacement });
   return { control, org, writer };
 }

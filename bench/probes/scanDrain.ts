@@ -26,7 +26,7 @@ const BIN = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'trackd-drain-'));
 const nats = await startNatsServer({ storeDir: path.join(dataDir, 'nats-ext') });
 const control = await ControlPlane.open(dataDir);
-const org = control.createOrg('drain', 1);
+const org = await control.createOrg('drain', 1);
 control.close();
 const info = await loadMasterData(dataDir, org.id, 'small', { ...SIZES.small, assets: ASSETS });
 

@@ -37,7 +37,7 @@ function percentile(sorted: number[], p: number): number {
 async function openOrg(label: string) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `trackd-probe-${label}-`));
   const control = await ControlPlane.open(dataDir);
-  const org = control.createOrg('probe', 1);
+  const org = await control.createOrg('probe', 1);
   control.close();
   const info = await loadMasterData(dataDir, org.id, 'small', { ...SIZES.small, assets: ASSETS });
   const control2 = await ControlPlane.open(dataDir);

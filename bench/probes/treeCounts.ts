@@ -27,7 +27,7 @@ const size = { ...SIZES.large, assets: Number(values.assets ?? SIZES.large.asset
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tree-counts-'));
 fs.mkdirSync(path.join(dir, 'shards'));
 const control = await ControlPlane.open(dir);
-const org = control.createOrg('Probe', 1);
+const org = await control.createOrg('Probe', 1);
 control.close();
 const info = await loadMasterData(dir, org.id, 'large', size);
 const writer = openDatabase(info.shardFile);

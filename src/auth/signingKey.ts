@@ -11,7 +11,8 @@ export interface SigningKey {
   publicKey: CryptoKey;
 }
 
-interface StoredKey {
+/** The key pair as stored (DATA_DIR/keys/signing-key.json; in cluster mode also the control bucket's `signing`). */
+export interface StoredKey {
   kid: string;
   alg: string;
   privateJwk: JWK;
@@ -23,9 +24,20 @@ interface StoredKey {
  * DATA_DIR/keys. Created with O_EXCL so a CLI and a server starting together agree on one key.
  */
 export async function loadSigningKey(dataDir: string): Promise<SigningKey> {
-  const dir = path.join(dataDir, 'keys');
-  const file = path.join(dir, 'signing-key.json');
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const stored = await storedSigningKey(dataDir);
+  return {
+    kid: stored.kid,
+    privateKey: (await importJWK(stored.privateJwk, SIGNING_ALG)) as CryptoKey,
+    publicKey: (await importJWK(stored.publicJwk, SIGNING_ALG)) as CryptoKey,
+  };
+}
+
+const keyFile = (dataDir: string) => path.join(dataDir, 'keys', 'signing-key.json');
+
+/** The stored key pair of DATA_DIR, generated on first use. */
+export async function storedSigningKey(dataDir: string): Promise<StoredKey> {
+  const file = keyFile(dataDir);
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   if (!fs.existsSync(file)) {
     const pair = await generateKeyPair(SIGNING_ALG, { crv: 'Ed25519', extractable: true });
     const stored: StoredKey = {
@@ -44,10 +56,13 @@ export async function loadSigningKey(dataDir: string): Promise<SigningKey> {
       fs.unlinkSync(tmp);
     }
   }
-  const stored = JSON.parse(fs.readFileSync(file, 'utf8')) as StoredKey;
-  return {
-    kid: stored.kid,
-    privateKey: (await importJWK(stored.privateJwk, SIGNING_ALG)) as CryptoKey,
-    publicKey: (await importJWK(stored.publicJwk, SIGNING_ALG)) as CryptoKey,
-  };
+  return JSON.parse(fs.readFileSync(file, 'utf8')) as StoredKey;
+}
+
+/** Puts `stored` in DATA_DIR in place of its key (cluster mode: every node signs with the cluster's one key). */
+export function replaceSigningKey(dataDir: string, stored: StoredKey): void {
+  const file = keyFile(dataDir);
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(stored), { mode: 0o600 });
+  fs.renameSync(tmp, file);
 }

@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { loadSigningKey } from '../auth/signingKey.js';
 import { signApiKey } from '../auth/tokens.js';
 import { CliError, intFlag, type Command, type CommandContext } from '../cli/common.js';
-import { ControlPlane } from '../control/controlPlane.js';
+import { withControl } from '../cli/orgsAndKeys.js';
 
 /**
  * `trackd import FILE --org ID --kind assets|locations [--mode upsert] [--dry-run] [--atomic]` and
@@ -32,11 +32,10 @@ function serverUrl(ctx: CommandContext): URL {
 
 /** A key of the org with one scope for the command's own requests, revoked by `done`. */
 async function commandKey(ctx: CommandContext, orgId: number, scope: string): Promise<{ token: string; done: () => Promise<void> }> {
-  const control = await ControlPlane.open(ctx.config.DATA_DIR);
-  try {
+  return withControl(ctx, async (control) => {
     if (control.getOrg(orgId) === undefined) throw new CliError(`organization ${orgId} does not exist`);
     const expiresAt = Math.floor((Date.now() + 86_400_000) / 1000) * 1000;
-    const row = control.createKey({
+    const row = await control.createKey({
       orgId,
       name: `cli ${ctx.positionals[0] ?? 'export'}`,
       scopes: [scope],
@@ -50,20 +49,8 @@ async function commandKey(ctx: CommandContext, orgId: number, scope: string): Pr
       env: ctx.config.TRACKD_ENV,
       expiresAt,
     });
-    return {
-      token,
-      done: async () => {
-        const again = await ControlPlane.open(ctx.config.DATA_DIR);
-        try {
-          again.revokeKey(row.id);
-        } finally {
-          again.close();
-        }
-      },
-    };
-  } finally {
-    control.close();
-  }
+    return { token, done: () => withControl(ctx, (again) => again.revokeKey(row.id)).then(() => undefined) };
+  });
 }
 
 /** Progress on stderr: a bar redrawn in place on a terminal, else one JSON line per report. */

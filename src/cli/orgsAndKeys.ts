@@ -1,6 +1,7 @@
 import { signSession } from '../auth/tokens.js';
 import { loadSigningKey } from '../auth/signingKey.js';
 import { ControlPlane } from '../control/controlPlane.js';
+import { joinControlCluster } from '../control/clusterControl.js';
 import { listKeys, mintKey, revokeKey, scopeProblem } from '../keys/service.js';
 import { parseTimestamp } from '../wire/timestamps.js';
 import { CliError, intFlag, requireFlag, type Command, type CommandContext } from './common.js';
@@ -8,7 +9,13 @@ import { CliError, intFlag, requireFlag, type Command, type CommandContext } fro
 export async function withControl<T>(ctx: CommandContext, fn: (control: ControlPlane) => Promise<T> | T): Promise<T> {
   const control = await ControlPlane.open(ctx.config.DATA_DIR);
   try {
-    return await fn(control);
+    // Cluster mode: the file brought up to date with the cluster's bucket first, and writes go there.
+    const cluster = await joinControlCluster(ctx.config, control, { follow: false });
+    try {
+      return await fn(control);
+    } finally {
+      await cluster?.stop();
+    }
   } finally {
     control.close();
   }
@@ -62,10 +69,10 @@ function parseScopes(text: string): string[] {
 export const orgsCreate: Command = {
   options: { name: { type: 'string' } },
   run: (ctx) =>
-    withControl(ctx, (control) => {
+    withControl(ctx, async (control) => {
       const name = requireFlag(ctx.flags, 'name');
       if (name.length > 255) throw new CliError('--name must be at most 255 characters');
-      const org = control.createOrg(name, ctx.config.SHARDS);
+      const org = await control.createOrg(name, ctx.config.SHARDS);
       return { id: org.id, name: org.name };
     }),
 };
@@ -110,10 +117,10 @@ export const keysList: Command = {
 export const keysRevoke: Command = {
   options: {},
   run: (ctx) =>
-    withControl(ctx, (control) => {
+    withControl(ctx, async (control) => {
       const id = ctx.positionals[0];
       if (id === undefined) throw new CliError('usage: trackd keys revoke API_KEY_ID');
-      const revokedAt = revokeKey(control, id);
+      const revokedAt = await revokeKey(control, id);
       if (revokedAt === undefined) throw new CliError(`API key ${id} does not exist`);
       return { api_key_id: id, revoked_at: revokedAt };
     }),

@@ -12,16 +12,15 @@ import { isApiError } from '../scans/streams.js';
 
 /** The NATS KV bucket of shard leases and node heartbeats (docs/cluster.md, step 3). */
 export const LEASE_BUCKET = 'trackd_leases';
-const STREAM = `KV_${LEASE_BUCKET}`;
-const PREFIX = `$KV.${LEASE_BUCKET}.`;
 
 /** An update refused because the key moved past the revision it was based on. */
 export class RevisionMoved extends Error {
   constructor(
     readonly key: string,
     readonly expected: number,
+    bucket = LEASE_BUCKET,
   ) {
-    super(`${LEASE_BUCKET}/${key}: moved past revision ${expected}`);
+    super(`${bucket}/${key}: moved past revision ${expected}`);
     this.name = 'RevisionMoved';
   }
 }
@@ -36,22 +35,34 @@ export class RevisionMoved extends Error {
  * liveness is judged by readers from revisions that move.
  */
 export class LeaseBucket {
+  /** The bucket's stream (`KV_<bucket>`). */
+  readonly stream: string;
+  /** Its subjects' prefix (`$KV.<bucket>.`). */
+  readonly prefix: string;
+
   private constructor(
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
     private readonly timeoutMs: number,
-  ) {}
+    readonly bucket: string,
+  ) {
+    this.stream = `KV_${bucket}`;
+    this.prefix = `$KV.${bucket}.`;
+  }
 
-  static async open(nc: NatsConnection, replicas: number, timeoutMs: number): Promise<LeaseBucket> {
+  /** Opens (creating it if missing) the bucket: the leases by default, or another of the same layout (the control plane's). */
+  static async open(nc: NatsConnection, replicas: number, timeoutMs: number, bucket = LEASE_BUCKET): Promise<LeaseBucket> {
+    const stream = `KV_${bucket}`;
+    const prefix = `$KV.${bucket}.`;
     const jsm = await jetstreamManager(nc);
     try {
-      await jsm.streams.info(STREAM);
+      await jsm.streams.info(stream);
     } catch (err) {
       if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
       await jsm.streams
         .add({
-          name: STREAM,
-          subjects: [`${PREFIX}>`],
+          name: stream,
+          subjects: [`${prefix}>`],
           storage: StorageType.File,
           num_replicas: replicas,
           max_msgs_per_subject: 1,
@@ -60,34 +71,34 @@ export class LeaseBucket {
           deny_delete: true,
           allow_direct: true,
         })
-        .catch(async (added) => jsm.streams.info(STREAM).catch(() => Promise.reject(added)));
+        .catch(async (added) => jsm.streams.info(stream).catch(() => Promise.reject(added)));
     }
-    return new LeaseBucket(jetstream(nc), jsm, timeoutMs);
+    return new LeaseBucket(jetstream(nc), jsm, timeoutMs, bucket);
   }
 
   /** A key's value and revision; undefined when it was never written. */
   async get<T>(key: string): Promise<{ value: T; revision: number } | undefined> {
-    const msg = await this.jsm.streams.getMessage(STREAM, { last_by_subj: PREFIX + key });
+    const msg = await this.jsm.streams.getMessage(this.stream, { last_by_subj: this.prefix + key });
     return msg === null ? undefined : { value: msg.json<T>(), revision: msg.seq };
   }
 
   /** Writes `value` over revision `expected` (0: the key must not exist); resolves with the new revision. */
   async put(key: string, value: unknown, expected: number): Promise<number> {
     try {
-      const ack = await this.js.publish(PREFIX + key, JSON.stringify(value), {
+      const ack = await this.js.publish(this.prefix + key, JSON.stringify(value), {
         expect: { lastSubjectSequence: expected },
         timeout: this.timeoutMs,
       });
       return ack.seq;
     } catch (err) {
-      if (isApiError(err, JetStreamApiCodes.StreamWrongLastSequence)) throw new RevisionMoved(key, expected);
+      if (isApiError(err, JetStreamApiCodes.StreamWrongLastSequence)) throw new RevisionMoved(key, expected, this.bucket);
       throw err;
     }
   }
 
   /** The keys under `prefix` (e.g. `node.`). */
   async keys(prefix: string): Promise<string[]> {
-    const info = await this.jsm.streams.info(STREAM, { subjects_filter: `${PREFIX}${prefix}>` });
-    return Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(PREFIX.length));
+    const info = await this.jsm.streams.info(this.stream, { subjects_filter: `${this.prefix}${prefix}>` });
+    return Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(this.prefix.length));
   }
 }

@@ -9,6 +9,8 @@ import { ShardRpcServer, type ForwardedHandler } from './rpcServer.js';
 
 /** One thread's part in shard RPC: its connection, the forwarding its HTTP server uses, and (HTTP threads) the owner's side. */
 export interface ThreadRpc {
+  /** The thread's connection (its control-plane writes in cluster mode use it too). */
+  nc: NatsConnection;
   forwarding: ShardForwarding;
   /** Answers the forwarded requests of the shards this node owns, following the table; resolves once subscribed. */
   serve(handle: ForwardedHandler, logger: Logger): Promise<void>;
@@ -25,6 +27,7 @@ export async function threadRpc(natsUrl: string, name: string, table: OwnershipT
   let server: ShardRpcServer | undefined;
   let unfollow: (() => void) | undefined;
   return {
+    nc,
     forwarding: {
       isLocal: (shard) => table.isLocal(shard),
       forward: (shard, request, isRead) => client.forward(shard, request, isRead),

@@ -234,12 +234,12 @@ export function consoleRoutes(services: Services, sessions: SessionAuth): Route[
       scopes: [],
       orgScoped: false,
       body: { schema: KeyRevokeBody, contentType: 'application/json' },
-      handler: (ctx) => {
+      handler: async (ctx) => {
         const id = ctx.body.api_key_id as string;
         const key = control.getKey(id);
         if (key === undefined || !accounts.belongs(ctx.principal.session!.userId, key.org_id))
           throw ApiError.notFound(`API key ${id} not found`);
-        return json(200, { data: { api_key_id: id, revoked_at: revokeKey(control, id) } });
+        return json(200, { data: { api_key_id: id, revoked_at: await revokeKey(control, id) } });
       },
     }),
     consoleRoute({

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { controlMigrations } from '../../migrations/control/index.js';
 import { migrate, openDatabase, StatementCache, type Db } from '../storage/sqlite.js';
+import type { ControlKv, StoredOrg } from './controlKv.js';
 
 export interface OrgRow {
   id: number;
@@ -30,11 +31,15 @@ const ID_BLOCK_SIZE = 1000;
 
 /**
  * The control-plane database: organizations, API keys, the org-to-shard mapping and id blocks.
- * Shared by the server and the CLI (both open the same file under DATA_DIR).
+ * Shared by the server and the CLI (both open the same file under DATA_DIR). In cluster mode the
+ * orgs and keys are the cluster's (ControlKv): writes go to the KV bucket first, and the file is
+ * this node's mirror of it, where every read stays.
  */
 export class ControlPlane {
   /** Statements on the request path (/orgs/me, first sight of a key, the revocation poll), prepared once. */
   private readonly statements: StatementCache;
+  /** Cluster mode: the cluster's control plane, written before this mirror. */
+  private kv: ControlKv | undefined;
 
   private constructor(readonly db: Db) {
     this.statements = new StatementCache(db);
@@ -50,8 +55,19 @@ export class ControlPlane {
     this.db.close();
   }
 
+  /** Cluster mode: orgs and keys are written to the cluster's bucket, then mirrored here. */
+  useKv(kv: ControlKv): void {
+    this.kv = kv;
+  }
+
   /** Records the org's shard once, at creation, so the mapping never depends on a later SHARDS value. */
-  createOrg(name: string, shardCount: number): OrgRow {
+  async createOrg(name: string, shardCount: number): Promise<OrgRow> {
+    if (this.kv !== undefined) {
+      const next = (this.db.prepare('SELECT COALESCE(MAX(id), 0) + 1 AS id FROM orgs').get() as { id: number }).id;
+      const org = await this.kv.createOrg(name, shardCount, next, Date.now());
+      this.applyOrg(org);
+      return { id: org.id, name: org.name, shard: org.shard };
+    }
     return this.db
       .transaction(() => {
         const next = (this.db.prepare('SELECT COALESCE(MAX(id), 0) + 1 AS id FROM orgs').get() as { id: number }).id;
@@ -72,7 +88,7 @@ export class ControlPlane {
     return this.statements.get('SELECT id, name, shard FROM orgs WHERE id = ?').get(id) as OrgRow | undefined;
   }
 
-  createKey(input: { orgId: number; name: string; scopes: string[]; env: string; expiresAt: number | null }): ApiKeyRow {
+  async createKey(input: { orgId: number; name: string; scopes: string[]; env: string; expiresAt: number | null }): Promise<ApiKeyRow> {
     const row: ApiKeyRow = {
       id: randomUUID(),
       org_id: input.orgId,
@@ -84,6 +100,11 @@ export class ControlPlane {
       revoked_at: null,
       last_used_at: null,
     };
+    if (this.kv !== undefined) {
+      await this.kv.createKey(row);
+      this.applyKey(row);
+      return row;
+    }
     this.db
       .prepare(
         'INSERT INTO api_keys (id, org_id, name, scopes, env, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, NULL)',
@@ -103,10 +124,32 @@ export class ControlPlane {
   }
 
   /** Returns the revocation time, or undefined when no such key exists. Revoking twice keeps the first time. */
-  revokeKey(id: string): number | undefined {
+  async revokeKey(id: string): Promise<number | undefined> {
+    if (this.kv !== undefined) {
+      const row = await this.kv.revokeKey(id, Date.now());
+      if (row !== undefined) this.applyKey(row);
+      return row?.revoked_at ?? undefined;
+    }
     this.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(Date.now(), id);
     const row = this.db.prepare('SELECT revoked_at FROM api_keys WHERE id = ?').get(id) as { revoked_at: number } | undefined;
     return row?.revoked_at;
+  }
+
+  /** Mirrors an org of the cluster's bucket into this file. */
+  applyOrg(org: StoredOrg): void {
+    this.statements
+      .get('INSERT INTO orgs (id, name, shard, created_at) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET name = excluded.name')
+      .run(org.id, org.name, org.shard, org.created_at);
+  }
+
+  /** Mirrors an API key of the cluster's bucket into this file (a revocation arrives as the key with its revoked_at). */
+  applyKey(row: ApiKeyRow): void {
+    this.statements
+      .get(
+        `INSERT INTO api_keys (id, org_id, name, scopes, env, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT(id) DO UPDATE SET revoked_at = COALESCE(api_keys.revoked_at, excluded.revoked_at)`,
+      )
+      .run(row.id, row.org_id, row.name, JSON.stringify(row.scopes), row.env, row.created_at, row.expires_at, row.revoked_at);
   }
 
   /**
@@ -127,6 +170,12 @@ export class ControlPlane {
       id: string;
       revoked_at: number;
     }[];
+  }
+
+  /** The next id of `entity` this file would hand out (1 when none was): cluster blocks start no lower. */
+  localNextId(entity: string): number {
+    const row = this.db.prepare('SELECT next_id FROM id_blocks WHERE entity = ?').get(entity) as { next_id: number } | undefined;
+    return row?.next_id ?? 1;
   }
 
   /** Reserves a block of ids for one entity type; ids are unique per type across all shards. */

@@ -21,6 +21,7 @@ import { StorageHealth } from '../storage/health.js';
 import type { rateLimitBuffers } from './rateLimit.js';
 import { OwnershipTable } from '../cluster/ownershipTable.js';
 import { threadRpc, type ThreadRpc } from '../cluster/rpcNode.js';
+import { ControlKv } from '../control/controlKv.js';
 import { createHttpServer } from './app.js';
 
 export interface HttpWorkerData {
@@ -94,6 +95,8 @@ try {
   await shards.openAll(config.SHARDS, ownership === undefined ? undefined : (index) => ownership.isLocal(index));
   const rpc: ThreadRpc | undefined =
     ownership === undefined ? undefined : await threadRpc(config.NATS_URL!, `trackd-rpc-http-${data.thread}`, ownership, metrics);
+  // Cluster mode: the console's key writes go to the cluster's bucket (the main thread mirrors it into the file).
+  if (rpc !== undefined) control.useKv(await ControlKv.open(rpc.nc, config.JOURNAL_REPLICAS));
   const readiness = new Readiness(data.readiness);
   const services: Services = {
     config,

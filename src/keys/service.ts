@@ -48,7 +48,7 @@ export async function mintKey(
   input: { orgId: number; name: string; scopes: string[]; env: string; expiresAt: number | null },
 ): Promise<MintedKey> {
   const expiresAt = wholeSeconds(input.expiresAt);
-  const row = control.createKey({ ...input, expiresAt });
+  const row = await control.createKey({ ...input, expiresAt });
   const token = await signApiKey(signingKey, { apiKeyId: row.id, orgId: input.orgId, scopes: input.scopes, env: input.env, expiresAt });
   return { api_key_id: row.id, token, expires_at: iso(expiresAt), scopes: input.scopes };
 }
@@ -68,7 +68,7 @@ export function listKeys(control: ControlPlane, orgId: number): KeyView[] {
 }
 
 /** The revocation time (ISO), or undefined when no such key exists. The servers poll revocations every 200 ms. */
-export function revokeKey(control: ControlPlane, id: string): string | undefined {
-  const at = control.revokeKey(id);
+export async function revokeKey(control: ControlPlane, id: string): Promise<string | undefined> {
+  const at = await control.revokeKey(id);
   return at === undefined ? undefined : (iso(at) ?? undefined);
 }

@@ -42,6 +42,37 @@ export function assetExists(shard: Shard, orgId: number, assetId: number): boole
   );
 }
 
+const COUNT_RANGE = 'SELECT count(*) FROM scan_history WHERE asset_id = ? AND event_observed_at >= ? AND event_observed_at <= ?';
+// Apart: SQLite reads a lone min() or max() from one end of the index, but walks the range for both.
+const FIRST_VISIT = 'SELECT min(event_observed_at) FROM scan_history WHERE asset_id = ?';
+const LAST_VISIT = 'SELECT max(event_observed_at) FROM scan_history WHERE asset_id = ?';
+
+/**
+ * The visits of an asset within [from, to], exact, counting whichever looks smaller: the window, or
+ * the visits outside it (before `from`, after `to`: ranges of the primary key) taken from `visits`,
+ * the count the writer keeps. Which is smaller is judged by time, the window's share of the span
+ * from the first visit to the last (two index lookups), so a `from` a year back on a long history
+ * walks the few visits before it. A wrong guess (visits bunched in time) walks at most every visit
+ * of the asset, as counting the window could.
+ */
+export function windowCount(shard: Shard, assetId: number, visits: number, from: number | undefined, to: number | undefined): number {
+  if (from === undefined && to === undefined) return visits;
+  const statements = shard.readerStatements;
+  const low = from ?? Number.MIN_SAFE_INTEGER;
+  const high = to ?? Number.MAX_SAFE_INTEGER;
+  const count = (start: number, end: number) => statements.get(COUNT_RANGE).pluck().get(assetId, start, end) as number;
+  const span = {
+    first: statements.get(FIRST_VISIT).pluck().get(assetId) as number | null,
+    last: statements.get(LAST_VISIT).pluck().get(assetId) as number | null,
+  };
+  if (span.first === null || span.last === null || low > high) return 0;
+  const inside = Math.max(0, Math.min(high, span.last) - Math.max(low, span.first));
+  if (span.last === span.first || inside * 2 <= span.last - span.first) return count(low, high);
+  const before = from === undefined || from <= span.first ? 0 : count(span.first, from - 1);
+  const after = to === undefined || to >= span.last ? 0 : count(to + 1, span.last);
+  return visits - before - after;
+}
+
 /**
  * One asset's visits: a range read of scan_history's primary key (asset_id, event_observed_at, id)
  * with the location joined (visits with equal event_observed_at in id order, in the sort's
@@ -66,7 +97,7 @@ function historyPage(shard: Shard, assetId: number, f: HistoryFilters, now: numb
     columns: { event_observed_at: 'h.event_observed_at' },
     idColumn: 'h.id',
     tiebreak: 'follow',
-    count: f.from === undefined && f.to === undefined ? () => open?.visit_count ?? 0 : undefined,
+    count: () => windowCount(shard, assetId, open?.visit_count ?? 0, f.from, f.to),
     fromNearerEnd: true,
     limit: f.limit,
     offset: f.offset,

@@ -49,6 +49,8 @@ export class ShardActors {
       snapshots?: SnapshotPolicy;
       onEvent: (index: number, event: JournalEvent) => void;
     },
+    /** Cluster mode: where the actors reserve id blocks (the cluster's control bucket). */
+    private readonly clusterIds?: ShardWorkerData['clusterIds'],
   ) {}
 
   private start(index: number): Promise<Actor> {
@@ -63,6 +65,7 @@ export class ShardActors {
           recordDir: this.recordDir,
           journal: this.journal?.settings(),
           snapshots: this.journal?.snapshots,
+          clusterIds: this.clusterIds,
         };
         const worker = new Worker(threadFile('shards/worker.js'), { workerData, name: `shard-${index}` });
         let started = false;

@@ -7,6 +7,10 @@ import fs from 'node:fs';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { ABANDON_INTERRUPTED, hasInterruptedJobs } from '../bulk/jobs.js';
 import { ControlPlane } from '../control/controlPlane.js';
+import { ControlKv } from '../control/controlKv.js';
+import { KvIdBlocks } from '../control/kvIdBlocks.js';
+import { connectNats } from '../scans/streams.js';
+import type { IdSource } from './writer.js';
 import { scanPlacement } from '../scans/placement.js';
 import { reportIndexOf } from '../scans/reportIndex.js';
 import './commandIndex.js';
@@ -35,6 +39,8 @@ export interface ShardWorkerData {
   journal?: JournalSettings;
   /** With a journal: when the shard takes snapshots (and purges what they cover). */
   snapshots?: SnapshotPolicy;
+  /** Cluster mode: ids come in blocks from the cluster's control bucket instead of the local file. */
+  clusterIds?: { natsUrl: string; replicas: number };
 }
 
 /** What the actor's report index holds after its build at start, and how long the build took. */
@@ -61,10 +67,15 @@ const killDuringSnapshot = process.env.TRACKD_TEST_KILL_DURING_SNAPSHOT || undef
 
 try {
   const control = await ControlPlane.open(data.dataDir);
+  let ids: IdSource = control;
+  if (data.clusterIds !== undefined) {
+    const nc = await connectNats(data.clusterIds.natsUrl, `trackd-ids-shard-${data.index}`, { reconnect: true });
+    ids = await KvIdBlocks.open(await ControlKv.open(nc, data.clusterIds.replicas), control);
+  }
   const generations = new ShardGenerations(data.generations);
   const records = data.recordDir === undefined ? undefined : jsonLinesSink(recordFile(data.recordDir, data.index));
   const open = async () => {
-    const writer = await ShardWriter.open(data.dataDir, data.index, control, generations, { placement: scanPlacement });
+    const writer = await ShardWriter.open(data.dataDir, data.index, ids, generations, { placement: scanPlacement });
     writer.recordTo(records?.write);
     return writer;
   };

@@ -22,6 +22,7 @@ import {
   PatchWebhookBody,
   ReplayBody,
   RotateSecretBody,
+  NoFieldsBody,
   SecretEnvelope,
   SendAccepted,
   WebhookCreated,
@@ -77,11 +78,13 @@ function lentScopes(ctx: RequestContext, types: readonly string[]): string[] {
 }
 
 export function webhookRoutes(services: Services): Route[] {
-  const policy = new AddressPolicy(services.config.WEBHOOK_ALLOWED_CIDRS);
+  // Built at the first request: building the routes reads no service (the client generator builds them without any).
+  let policy: AddressPolicy | undefined;
   let key: Promise<Buffer> | undefined;
   const encrypt = async (orgId: number, secret: string) =>
     encryptSecret(await (key ??= secretsKey(services.config.DATA_DIR)), orgId, secret);
   const checkAddress = async (url: string) => {
+    policy ??= new AddressPolicy(services.config.WEBHOOK_ALLOWED_CIDRS);
     const refusal = await policy.hostRefusal(new URL(url).hostname);
     if (refusal !== undefined) throw ApiError.validation([fieldError('url', 'invalid_value', `url refused: ${refusal}`)]);
   };
@@ -227,6 +230,7 @@ export function webhookRoutes(services: Services): Route[] {
       summary: 'Send a `webhook.test` event once (paused endpoints too); its attempt shows in the delivery log',
       tag: TAG,
       scopes: WRITE,
+      body: { schema: NoFieldsBody, contentType: 'application/json' },
       responses: { 202: { description: 'Queued for the dispatcher', schema: SendAccepted } },
       handler: async (ctx) => {
         const args = { orgId: ctx.principal.orgId, id: ctx.params.webhook_id!, kind: 'test' as const, messageId: testMessageId() };
@@ -267,6 +271,7 @@ export function webhookRoutes(services: Services): Route[] {
       summary: "Send a logged attempt's message once more (same `webhook-id`), out of the cursor's order",
       tag: TAG,
       scopes: WRITE,
+      body: { schema: NoFieldsBody, contentType: 'application/json' },
       responses: {
         202: { description: 'Queued for the dispatcher', schema: SendAccepted },
         410: { description: 'The event is no longer held (cursor_expired)' },

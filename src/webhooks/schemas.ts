@@ -44,7 +44,8 @@ export const WebhookView = Type.Object(
     filters: WebhookFilters,
     status: Type.Union([Type.Literal('active'), Type.Literal('paused')]),
     paused_reason: Nullable(
-      Type.Union([Type.Literal('gone'), Type.Literal('retry_window'), Type.Literal('manual')], {
+      Type.String({
+        enum: ['gone', 'retry_window', 'manual'],
         description:
           '`gone`: the receiver answered 410; `retry_window`: an event failed for the whole retry window; `manual`: set by PATCH.',
       }),
@@ -174,3 +175,6 @@ export const DeliveryList = Type.Object(
   },
   { additionalProperties: false, 'x-component': 'WebhookDeliveryList' },
 );
+
+/** The body of an operation that takes no fields: `{}` (every POST carries a JSON body, interface 4.1). */
+export const NoFieldsBody = Type.Object({}, { additionalProperties: false, 'x-component': 'WebhookNoFieldsBody' });

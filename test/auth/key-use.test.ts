@@ -12,9 +12,9 @@ t.test('key use: queued once a minute per thread, written once a minute between 
   const dir = tempDir();
   const control = await ControlPlane.open(dir);
   t.teardown(() => control.close());
-  const org = control.createOrg('Org', 1);
-  const key = control.createKey({ orgId: org.id, name: 'k', scopes: ['assets:read'], env: 'test', expiresAt: null });
-  const other = control.createKey({ orgId: org.id, name: 'other', scopes: ['assets:read'], env: 'test', expiresAt: null });
+  const org = await control.createOrg('Org', 1);
+  const key = await control.createKey({ orgId: org.id, name: 'k', scopes: ['assets:read'], env: 'test', expiresAt: null });
+  const other = await control.createKey({ orgId: org.id, name: 'other', scopes: ['assets:read'], env: 'test', expiresAt: null });
   const lastUsed = (id = key.id) => control.getKey(id)!.last_used_at;
   const T = Date.UTC(2026, 0, 1);
   t.equal(lastUsed(), null, 'a new key was never used');

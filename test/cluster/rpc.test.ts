@@ -1,12 +1,13 @@
 /**
  * Any node answers (docs/cluster.md, "Any node answers"): two trackd nodes on one nats-server, each
- * serving one of the two shards (CLUSTER_STATIC_SHARDS). A request to the node that does not own
+ * with its own DATA_DIR and serving one of the two shards (CLUSTER_STATIC_SHARDS). A request to the node that does not own
  * the org's shard goes over NATS to the owner and comes back as the owner's answer: reads, writes,
  * a body at the 1 MiB limit, error envelopes. Without an owner (its shard released), writes answer
  * 503 with Retry-After at once and reads ask again until an owner answers (or about 2 s pass).
  */
 import t, { type Test } from 'tap';
-import { ALL_SCOPES, eventually, startNats, startTrackd, tempDir, type HttpResult, type Trackd } from '../helpers/trackd.js';
+import { startTwoNodes } from '../helpers/cluster.js';
+import { ALL_SCOPES, eventually, type HttpResult, type Trackd } from '../helpers/trackd.js';
 
 /** What a client sees of an answer, less what is the exchange's own (request id, rate-limit headers). */
 function seen(res: HttpResult) {
@@ -21,19 +22,11 @@ function seen(res: HttpResult) {
 }
 
 async function twoNodes(t: Test) {
-  const nats = await startNats(t);
-  // One DATA_DIR for both until the control plane is in KV: the same orgs, keys and signing key.
-  const dataDir = tempDir();
-  const node = (id: string, shard: number) =>
-    startTrackd(t, {
-      natsUrl: nats.url,
-      dataDir,
-      env: { CLUSTER_NODE_ID: id, CLUSTER_STATIC_SHARDS: String(shard), SHARDS: '2', HTTP_THREADS: '1' },
-    });
-  const a = await node('node-a', 0);
-  const b = await node('node-b', 1);
+  const { a, b } = await startTwoNodes(t);
   const org = await a.createOrg('Forwarded Org'); // org 1: shard 0, node A's
   const { token } = await a.createKey(org.id, ALL_SCOPES);
+  // The key reaches node B's control file through the cluster's bucket.
+  await eventually(async () => (await b.http('GET', '/api/v1/orgs/me', { token })).status === 200, 5000);
   return { a, b, token };
 }
 

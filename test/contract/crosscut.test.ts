@@ -1,5 +1,6 @@
 import t from 'tap';
-import { ALL_SCOPES, eventually, startTrackd, type HttpResult } from '../helpers/trackd.js';
+import { eventually, startTrackd, type HttpResult } from '../helpers/trackd.js';
+import { INTEGRATOR_SCOPES } from '../../src/auth/tokens.js';
 import { expectError, expectRateHeaders } from '../helpers/wire.js';
 import { inlineRefs } from '../helpers/openapi.js';
 
@@ -58,9 +59,11 @@ function timestampFields(node: unknown, at = '$'): [string, unknown][] {
 const fieldCodes = (res: HttpResult) => (res.json?.error?.fields ?? []).map((f: { field: string; code: string }) => [f.field, f.code]);
 
 t.test('cross-cutting contract rules on every documented operation', async (t) => {
-  const trackd = await startTrackd(t);
+  // A webhook to a loopback port nothing listens on: its deliveries fail and wait, harmlessly.
+  const trackd = await startTrackd(t, { env: { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' } });
   const org = await trackd.createOrg('Audit');
-  const { token } = await trackd.createKey(org.id, ALL_SCOPES);
+  // Every scope a key can hold (the interface's five and the webhook scopes): every operation is reachable.
+  const { token } = await trackd.createKey(org.id, [...INTEGRATOR_SCOPES]);
 
   // Fixture: a root and a child location (the child with a tag), an asset with a tag and a scan.
   // Inbound timestamps use an offset and nine fractional digits: outbound must be UTC .NNNZ, truncated.
@@ -106,10 +109,23 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
   t.equal(job.status, 202, 'an import job');
   const locationJob = await trackd.request('POST', '/api/v1/locations/bulk', { token, body: 'name\nImported\n', contentType: 'text/csv' });
   t.equal(locationJob.status, 202, 'a location import job');
+  const webhook = await trackd.request('POST', '/api/v1/webhooks', {
+    token,
+    body: { url: 'http://127.0.0.1:9/hook', event_types: ['asset.moved'] },
+  });
+  t.equal(webhook.status, 201, 'a webhook');
+  const sent = await trackd.request('POST', `/api/v1/webhooks/${webhook.json.data.id}/test`, { token, body: {} });
+  t.equal(sent.status, 202, 'a test event for it');
+  const delivery = await eventually(async () => {
+    const log = await trackd.request('GET', `/api/v1/webhooks/${webhook.json.data.id}/deliveries`, { token });
+    return log.json?.data?.[0];
+  }, 30_000);
   const ids: Record<string, number | string> = {
     asset_id: asset.json.data.id,
     location_id: child.json.data.id,
     job_id: job.json.job_id,
+    webhook_id: webhook.json.data.id,
+    delivery_id: delivery.id,
   };
   const tagIds: Record<string, number> = { asset_id: asset.json.data.tags[0].id, location_id: child.json.data.tags[0].id };
   const concrete = (path: string, override: Record<string, string> = {}) =>
@@ -121,8 +137,12 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
     });
   /** A body the operation would accept, so that only the rule under test can fail. */
   const validBody = (op: Operation): unknown => {
-    if (op.method === 'PATCH') return {};
+    // A webhook's merge patch must change something (minProperties 1).
+    if (op.method === 'PATCH') return op.path.startsWith('/api/v1/webhooks') ? { description: 'Never stored' } : {};
     if (op.method !== 'POST') return undefined;
+    if (op.path === '/api/v1/webhooks') return { url: 'http://127.0.0.1:9/never', event_types: ['asset.moved'] };
+    if (op.path.endsWith('/replay')) return { after: 0 };
+    if (op.path.startsWith('/api/v1/webhooks/')) return {};
     // An import body (a CSV with a header row); none of the checks below lets one through.
     if (op.uploadTypes.length > 0) return 'name\nNever stored\n';
     if (op.path.endsWith('/rename')) return { external_key: 'RENAMED' };
@@ -257,7 +277,7 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
           (
             await trackd.createKey(
               org.id,
-              ALL_SCOPES.filter((s) => !op.scopes.includes(s)),
+              INTEGRATOR_SCOPES.filter((s) => !op.scopes.includes(s)),
             )
           ).token,
         );
@@ -287,7 +307,14 @@ t.test('cross-cutting contract rules on every documented operation', async (t) =
 
   t.test('404 for an in-range id that does not resolve, on every operation with an id (7.1)', async (t) => {
     for (const op of operations.filter((o) => o.path.includes('{'))) {
-      const path = concrete(op.path, { asset_id: '2147483647', location_id: '2147483647', tag_id: '2147483647', job_id: 'NO-SUCH-JOB' });
+      const path = concrete(op.path, {
+        asset_id: '2147483647',
+        location_id: '2147483647',
+        tag_id: '2147483647',
+        job_id: 'NO-SUCH-JOB',
+        webhook_id: '2147483647',
+        delivery_id: '2147483647',
+      });
       const res = await send(op, path);
       const label = `${op.method} ${op.path}`;
       expectError(t, res, { status: 404, type: 'not_found', instance: path }, label);

@@ -9,7 +9,7 @@ import t from 'tap';
 import { CLIENT_DIR, generatedFiles, servedDocument } from '../../clients/typescript/generate.js';
 import { MERGE_PATCH, trackdClient, type Asset, type ErrorEnvelope } from '../../clients/typescript/index.js';
 import { publish, natsClient, scanBody } from '../helpers/scans.js';
-import { eventually, startTrackd } from '../helpers/trackd.js';
+import { ALL_SCOPES, eventually, startTrackd } from '../helpers/trackd.js';
 
 t.test('the checked-in client is generated from the current document (npm run client)', async (t) => {
   const files = await generatedFiles();
@@ -154,6 +154,39 @@ t.test('every operation through the typed client', async (t) => {
   while (!frames.includes('\n\n', frames.indexOf('event: asset.moved'))) frames += new TextDecoder().decode((await reader.read()).value);
   t.match(frames, `id: ${moved?.seq}\nevent: asset.moved\ndata: {`, 'the stream begins with the move');
   await reader.cancel();
+
+  const hooks = trackdClient(trackd.baseUrl, (await trackd.createKey(org.id, [...ALL_SCOPES, 'webhooks:read', 'webhooks:write'])).token);
+  const hook = ok(
+    'POST /api/v1/webhooks',
+    await hooks.POST('/api/v1/webhooks', { body: { url: 'https://8.8.8.8/hook', event_types: ['asset.moved'] } }),
+    201,
+  ).data;
+  const wid = { params: { path: { webhook_id: hook.id } } };
+  ok('GET /api/v1/webhooks', await hooks.GET('/api/v1/webhooks'), 200);
+  ok('GET /api/v1/webhooks/{webhook_id}', await hooks.GET('/api/v1/webhooks/{webhook_id}', wid), 200);
+  const paused = { ...wid, body: { status: 'paused' as const }, headers: MERGE_PATCH };
+  t.equal(ok('PATCH /api/v1/webhooks/{webhook_id}', await hooks.PATCH('/api/v1/webhooks/{webhook_id}', paused), 200).data.status, 'paused');
+  ok(
+    'POST /api/v1/webhooks/{webhook_id}/replay',
+    await hooks.POST('/api/v1/webhooks/{webhook_id}/replay', { ...wid, body: { after: 0 } }),
+    200,
+  );
+  ok(
+    'POST /api/v1/webhooks/{webhook_id}/rotate-secret',
+    await hooks.POST('/api/v1/webhooks/{webhook_id}/rotate-secret', { ...wid, body: {} }),
+    200,
+  );
+  ok('POST /api/v1/webhooks/{webhook_id}/test', await hooks.POST('/api/v1/webhooks/{webhook_id}/test', { ...wid, body: {} }), 202);
+  ok('GET /api/v1/webhooks/{webhook_id}/deliveries', await hooks.GET('/api/v1/webhooks/{webhook_id}/deliveries', wid), 200);
+  ok(
+    'POST /api/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
+    await hooks.POST('/api/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver', {
+      params: { path: { webhook_id: hook.id, delivery_id: 999_999 } },
+      body: {},
+    }),
+    404,
+  );
+  ok('DELETE /api/v1/webhooks/{webhook_id}', await hooks.DELETE('/api/v1/webhooks/{webhook_id}', wid), 204);
 
   const csv = { bodySerializer: (body: string) => body, headers: { 'Content-Type': 'text/csv' } };
   const assetJob = ok(

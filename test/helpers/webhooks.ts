@@ -2,6 +2,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Teardown, Trackd } from './trackd.js';
+import { INTEGRATOR_SCOPES } from '../../src/auth/tokens.js';
 
 export interface Received {
   headers: http.IncomingHttpHeaders;
@@ -81,14 +82,7 @@ export async function deliveries(trackd: Trackd, token: string, id: number): Pro
   return res.json.data;
 }
 
-export const WEBHOOK_SCOPES = [
-  'assets:read',
-  'assets:write',
-  'locations:read',
-  'locations:write',
-  'tracking:read',
-  'webhooks:read',
-  'webhooks:write',
-];
+/** Every scope a key can hold: the interface's five and the webhook scopes. */
+export const WEBHOOK_SCOPES = [...INTEGRATOR_SCOPES];
 /** Retries compressed for tests: 20 ms doubling to 200 ms. */
 export const FAST_RETRIES = { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32', WEBHOOK_RETRY_FIRST_MS: '20', WEBHOOK_RETRY_MAX_MS: '200' };

@@ -52,7 +52,7 @@ t.test("a new owner's first entry names its lease revision and fences the previo
     for (const dir of [dirA, dirB, rebuilt]) fs.rmSync(dir, { recursive: true, force: true });
   });
   const control = await ControlPlane.open(dirA);
-  const org = control.createOrg('Owners', 1);
+  const org = await control.createOrg('Owners', 1);
   control.close();
 
   const a = await node(t, nats.url, dirA);

@@ -25,19 +25,22 @@ t.test('runs of sequences', async (t) => {
     t.same(runsOf(seqs), runs, `${JSON.stringify(seqs)} -> ${JSON.stringify(runs)}`);
     t.same(seqsOf(seqs[0]!, runs), seqs, `${JSON.stringify(runs)} from ${seqs[0]} -> ${JSON.stringify(seqs)}`);
   }
-  fc.assert(
-    fc.property(
-      fc.integer({ min: 1, max: 1e9 }),
-      fc.array(fc.integer({ min: 1, max: 5 }), { minLength: 1, maxLength: 200 }),
-      (first, gaps) => {
-        const seqs = [first];
-        for (const gap of gaps) seqs.push(seqs.at(-1)! + gap);
-        const runs = runsOf(seqs);
-        return JSON.stringify(seqsOf(first, runs)) === JSON.stringify(seqs) && runs.length % 2 === 1;
-      },
-    ),
+  t.doesNotThrow(
+    () =>
+      fc.assert(
+        fc.property(
+          fc.integer({ min: 1, max: 1e9 }),
+          fc.array(fc.integer({ min: 1, max: 5 }), { minLength: 1, maxLength: 200 }),
+          (first, gaps) => {
+            const seqs = [first];
+            for (const gap of gaps) seqs.push(seqs.at(-1)! + gap);
+            const runs = runsOf(seqs);
+            return JSON.stringify(seqsOf(first, runs)) === JSON.stringify(seqs) && runs.length % 2 === 1;
+          },
+        ),
+      ),
+    'any ascending sequences survive the round trip',
   );
-  t.pass('any ascending sequences survive the round trip');
 });
 
 t.test('entries of a round', async (t) => {

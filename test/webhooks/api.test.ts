@@ -108,7 +108,7 @@ t.test('scopes: webhooks:read to read, webhooks:write to change, and the read sc
   for (const [method, path, body] of [
     ['POST', '/api/v1/webhooks', { url: PUBLIC, event_types: ['asset.created'] }],
     ['DELETE', `/api/v1/webhooks/${hook.id}`, undefined],
-    ['POST', `/api/v1/webhooks/${hook.id}/test`, undefined],
+    ['POST', `/api/v1/webhooks/${hook.id}/test`, {}],
     ['POST', `/api/v1/webhooks/${hook.id}/replay`, { after: 0 }],
     ['POST', `/api/v1/webhooks/${hook.id}/rotate-secret`, {}],
   ] as const) {
@@ -168,7 +168,7 @@ t.test('org isolation: another org neither sees nor changes an endpoint, and its
     ['PATCH', `/api/v1/webhooks/${hook.id}`, { status: 'paused' }],
     ['DELETE', `/api/v1/webhooks/${hook.id}`, undefined],
     ['GET', `/api/v1/webhooks/${hook.id}/deliveries`, undefined],
-    ['POST', `/api/v1/webhooks/${hook.id}/test`, undefined],
+    ['POST', `/api/v1/webhooks/${hook.id}/test`, {}],
     ['POST', `/api/v1/webhooks/${hook.id}/replay`, { after: 0 }],
     ['POST', `/api/v1/webhooks/${hook.id}/rotate-secret`, {}],
   ] as const) {
@@ -183,7 +183,7 @@ t.test('org isolation: another org neither sees nor changes an endpoint, and its
   await lenient.request('POST', '/api/v1/assets', { token: theirToken, body: { name: 'Theirs' } });
   const own = (await lenient.request('POST', '/api/v1/assets', { token: myToken, body: { name: 'Mine' } })).json.data;
   await eventually(() => receiver.received.length >= 1);
-  await lenient.request('POST', `/api/v1/webhooks/${hook.id}/test`, { token: myToken });
+  await lenient.request('POST', `/api/v1/webhooks/${hook.id}/test`, { token: myToken, body: {} });
   await eventually(() => receiver.received.length >= 2);
   t.same(
     receiver.received.map((r) => [r.json.org_id, r.json.type]),

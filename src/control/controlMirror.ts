@@ -1,0 +1,54 @@
+import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from '../log.js';
+import type { ControlKv, StoredOrg } from './controlKv.js';
+import type { ApiKeyRow, ControlPlane } from './controlPlane.js';
+
+export interface ControlMirror {
+  stop(): Promise<void>;
+}
+
+/**
+ * Keeps this node's control file a mirror of the cluster's bucket: an ordered consumer from the
+ * last value of every key, then each change as it is stored (a key minted on another node, a
+ * revocation, a new org), applied to the file where every thread of the node reads them (a
+ * revocation reaches the HTTP threads' 200 ms poll from there). Resolves once the file holds
+ * everything the bucket held at the start, so a node serves no request before it knows every key.
+ * The ordered consumer re-creates itself after a reconnect or a gap, from where it was.
+ */
+export async function startControlMirror(
+  nc: NatsConnection,
+  kv: ControlKv,
+  control: ControlPlane,
+  logger: Logger | undefined,
+): Promise<ControlMirror> {
+  const jsm = await jetstreamManager(nc);
+  const { state } = await jsm.streams.info(kv.stream);
+  const consumer = await jetstream(nc).consumers.get(kv.stream, { deliver_policy: DeliverPolicy.LastPerSubject });
+  const messages: ConsumerMessages = await consumer.consume();
+  let caughtUp: () => void = () => {};
+  const ready = new Promise<void>((resolve) => {
+    caughtUp = resolve;
+  });
+  if (state.messages === 0) caughtUp();
+  const apply = (msg: JsMsg) => {
+    const key = msg.subject.slice(kv.prefix.length);
+    try {
+      if (key.startsWith('org.')) control.applyOrg(msg.json<StoredOrg>());
+      else if (key.startsWith('key.')) control.applyKey(msg.json<ApiKeyRow>());
+    } catch (err) {
+      logger?.error({ err, key }, 'control mirror could not apply a value');
+    }
+    if (msg.info.pending === 0) caughtUp();
+  };
+  const loop = (async () => {
+    for await (const msg of messages) apply(msg);
+  })();
+  await ready;
+  return {
+    async stop() {
+      await messages.close();
+      await loop;
+    },
+  };
+}

@@ -1,0 +1,15 @@
+import { startNats, startTrackd, type Teardown, type Trackd } from './trackd.js';
+
+/**
+ * Two trackd nodes in cluster mode on one nats-server, each with its own DATA_DIR, two shards, one
+ * HTTP thread: node A serves shard 0, node B shard 1 (CLUSTER_STATIC_SHARDS).
+ */
+export async function startTwoNodes(t: Teardown): Promise<{ a: Trackd; b: Trackd; natsUrl: string }> {
+  const nats = await startNats(t);
+  const node = (id: string, shard: number) =>
+    startTrackd(t, {
+      natsUrl: nats.url,
+      env: { CLUSTER_NODE_ID: id, CLUSTER_STATIC_SHARDS: String(shard), SHARDS: '2', HTTP_THREADS: '1' },
+    });
+  return { a: await node('node-a', 0), b: await node('node-b', 1), natsUrl: nats.url };
+}
