@@ -22,7 +22,7 @@ import { BIN, eventually, spawnTrackd, startNats, tempDir, type Trackd } from '.
 import { spawnSync } from 'node:child_process';
 
 const SHARDS = 4;
-const LEASE_SECONDS = 3;
+const LEASE_SECONDS = 5;
 const NODES = ['node-a', 'node-b'];
 const ALL = Array.from({ length: SHARDS }, (_, i) => i);
 
