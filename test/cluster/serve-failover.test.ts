@@ -125,7 +125,7 @@ t.test('shards owned by lease: split, taken over from a paused node and from a k
   t.ok((await served(a)).length > 0 && (await served(b)).length > 0, 'both nodes serve shards');
   const ownerOf = (org: Org) => byName.get(expected[org.shard]!)!;
 
-  // Master data on each org's owner; the other node answers 503 for it (no forwarding yet).
+  // Master data on each org's owner; the other node answers for it too (forwarded to the owner).
   for (const org of orgs) {
     const node = ownerOf(org);
     for (const key of ['L1', 'L2']) {
