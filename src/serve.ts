@@ -148,6 +148,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
       natsUrl: natsUrl!,
       retentionMs,
       pruneEveryMs: Math.max(100, Math.min(60_000, retentionMs / 10)),
+      replicas: config.JOURNAL_REPLICAS,
       webhooks: {
         allowedCidrs: config.WEBHOOK_ALLOWED_CIDRS,
         retryWindowMs: config.WEBHOOK_RETRY_WINDOW_SECONDS * 1000,

@@ -184,8 +184,10 @@ class ScanConsumer implements ScanIngest {
 
   /** Ensures the streams and the durable consumer; re-creates it at its ack floor when it holds unacked deliveries. */
   private async prepareConsumer(): Promise<void> {
-    const stream = await ensureStream(this.jsm, this.source.stream, this.source.subjects);
-    await ensureStream(this.jsm, SCANS_DEAD_STREAM, 'scans_dead.>');
+    // In a cluster the inputs need the journal's copies: a lost server must not lose acknowledged scans.
+    const replicas = this.services.config.JOURNAL_REPLICAS;
+    const stream = await ensureStream(this.jsm, this.source.stream, this.source.subjects, replicas);
+    await ensureStream(this.jsm, SCANS_DEAD_STREAM, 'scans_dead.>', replicas);
     this.streamCreated = stream.created;
     this.lanes.unbindAll();
     let info: ConsumerInfo | undefined;

@@ -50,7 +50,7 @@ export const scansPublish: Command = {
     };
     const nc = await connectNats(natsUrlFor(ctx), 'trackd-cli', { reconnect: false });
     try {
-      await ensureScanStreams(await jetstreamManager(nc));
+      await ensureScanStreams(await jetstreamManager(nc), ctx.config.JOURNAL_REPLICAS);
       const h = headers();
       h.set('Nats-Msg-Id', eventId);
       const ack = await jetstream(nc).publish(`scans.${orgId}.${source}`, JSON.stringify(body), { headers: h });

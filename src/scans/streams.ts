@@ -31,10 +31,10 @@ export async function ensureStream(jsm: JetStreamManager, name: string, subject:
   }
 }
 
-/** Creates SCANS (`scans.>`) and SCANS_DEAD (`scans_dead.>`) when missing; never deletes or rewrites them. */
-export async function ensureScanStreams(jsm: JetStreamManager): Promise<{ scans: StreamInfo; dead: StreamInfo }> {
-  const scans = await ensureStream(jsm, SCANS_STREAM, 'scans.>');
-  const dead = await ensureStream(jsm, SCANS_DEAD_STREAM, 'scans_dead.>');
+/** Creates SCANS (`scans.>`) and SCANS_DEAD (`scans_dead.>`) when missing, with `replicas` copies; never deletes or rewrites them. */
+export async function ensureScanStreams(jsm: JetStreamManager, replicas = 1): Promise<{ scans: StreamInfo; dead: StreamInfo }> {
+  const scans = await ensureStream(jsm, SCANS_STREAM, 'scans.>', replicas);
+  const dead = await ensureStream(jsm, SCANS_DEAD_STREAM, 'scans_dead.>', replicas);
   return { scans, dead };
 }
 
