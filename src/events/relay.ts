@@ -9,7 +9,7 @@ import {
   type JetStreamManager,
 } from '@nats-io/jetstream';
 import { Backoff } from '../scans/backoff.js';
-import { connectNats, DUPLICATE_WINDOW_MS, isApiError } from '../scans/streams.js';
+import { ADMIN_OPTIONS, connectNats, DUPLICATE_WINDOW_MS, isApiError, streamWithLeader } from '../scans/streams.js';
 import { openDatabase, type Db } from '../storage/sqlite.js';
 import { shardFile } from '../shards/writer.js';
 import type { WebhookSettings } from '../webhooks/dispatcher.js';
@@ -91,7 +91,7 @@ export class EventRelay {
     const reader = openDatabase(shardFile(dataDir, index), { readonly: true });
     const nc = await connectNats(settings.natsUrl, `trackd-events-${index}`, { reconnect: true, noAsyncTraces: true });
     try {
-      const jsm = await jetstreamManager(nc);
+      const jsm = await jetstreamManager(nc, ADMIN_OPTIONS);
       await ensureEventsStream(jsm, settings.retentionMs, settings.replicas ?? 1);
       const relay = new EventRelay(reader, store, nc, jetstream(nc), settings, prune, kill);
       await relay.recover(jsm);
@@ -220,4 +220,5 @@ export async function ensureEventsStream(jsm: JetStreamManager, retentionMs: num
     // Another shard's relay created it between our two calls.
     await jsm.streams.info(EVENTS_STREAM).catch(() => Promise.reject(err));
   }
+  await streamWithLeader(jsm, EVENTS_STREAM);
 }
