@@ -8,7 +8,7 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
-import { connectNats, ensureStream, isApiError } from '../scans/streams.js';
+import { ADMIN_OPTIONS, connectNats, ensureStream, isApiError } from '../scans/streams.js';
 import { JOURNAL_STREAM, journalSubject, type StreamInputs, type StreamMessage } from './journalEntry.js';
 
 export interface JournalSettings {
@@ -57,7 +57,7 @@ export class ShardJournal implements StreamInputs {
   static async open(settings: JournalSettings, index: number): Promise<ShardJournal> {
     const nc = await connectNats(settings.natsUrl, `trackd-journal-${index}`, { reconnect: true, noAsyncTraces: true });
     try {
-      const jsm = await jetstreamManager(nc);
+      const jsm = await jetstreamManager(nc, ADMIN_OPTIONS);
       const stream = await ensureStream(jsm, JOURNAL_STREAM, 'journal.*', settings.replicas);
       return new ShardJournal(index, nc, jetstream(nc), jsm, stream.created);
     } catch (err) {

@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import { Objm, StorageType, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connectNats } from '../scans/streams.js';
+import { ADMIN_OPTIONS, connectNats, streamWithLeader } from '../scans/streams.js';
 import type { JournalSettings } from './journal.js';
 import { JOURNAL_STREAM, journalSubject } from './journalEntry.js';
 import { purgeInputs, purgeJournalBelow, type InputPurge } from './retention.js';
@@ -26,7 +26,11 @@ export interface SnapshotInfo {
 async function withBucket<T>(settings: JournalSettings, use: (bucket: ObjectStore) => Promise<T>): Promise<T> {
   const nc: NatsConnection = await connectNats(settings.natsUrl, 'trackd-snapshots', { reconnect: false, noAsyncTraces: true });
   try {
-    const bucket = await new Objm(nc).create(SNAPSHOT_BUCKET, { storage: StorageType.File, replicas: settings.replicas });
+    const bucket = await new Objm(jetstream(nc, ADMIN_OPTIONS)).create(SNAPSHOT_BUCKET, {
+      storage: StorageType.File,
+      replicas: settings.replicas,
+    });
+    await streamWithLeader(await jetstreamManager(nc, ADMIN_OPTIONS), `OBJ_${SNAPSHOT_BUCKET}`);
     return await use(bucket);
   } finally {
     await nc.close();
@@ -123,7 +127,7 @@ export async function snapshotAndPurge(
   const snapshot = await takeSnapshot(file, settings, index, onUpload);
   const nc = await connectNats(settings.natsUrl, `trackd-retention-${index}`, { reconnect: false, noAsyncTraces: true });
   try {
-    const jsm = await jetstreamManager(nc);
+    const jsm = await jetstreamManager(nc, ADMIN_OPTIONS);
     const journalPurged = await purgeJournalBelow(jsm, journalSubject(index), snapshot.journalPosition);
     return { snapshot, journalPurged, inputs: await purgeInputs(jetstream(nc), jsm) };
   } finally {
