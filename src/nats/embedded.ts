@@ -56,6 +56,8 @@ export interface NatsServerProcess {
   port: number;
   mqttPort: number | undefined;
   storeDir: string;
+  /** The server's process id (probes read its CPU time). */
+  pid: number;
   /** Sends the server a signal (tests: kill -9 a cluster member). */
   kill(signal: NodeJS.Signals): void;
   stop(): Promise<void>;
@@ -106,6 +108,7 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
     port,
     mqttPort,
     storeDir: options.storeDir,
+    pid: child.pid ?? 0,
     kill(signal) {
       child.kill(signal);
     },

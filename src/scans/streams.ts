@@ -53,6 +53,22 @@ export async function streamWithLeader(jsm: JetStreamManager, name: string, time
   }
 }
 
+/**
+ * Runs `op` again (up to `attempts` times in all) when it fails with a NATS timeout. On nats-server
+ * before 2.12 an ephemeral consumer of a replicated stream (an ordered read, the object store's
+ * reader) may be placed on a server that is down, and its creation then times out; another
+ * attempt is placed anew (nats-io/nats-server#7165).
+ */
+export async function retryOnTimeout<T>(op: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await op();
+    } catch (err) {
+      if (attempt >= attempts || (err as Error).name !== 'TimeoutError') throw err;
+    }
+  }
+}
+
 /** Creates SCANS (`scans.>`) and SCANS_DEAD (`scans_dead.>`) when missing, with `replicas` copies; never deletes or rewrites them. */
 export async function ensureScanStreams(jsm: JetStreamManager, replicas = 1): Promise<{ scans: StreamInfo; dead: StreamInfo }> {
   const scans = await ensureStream(jsm, SCANS_STREAM, 'scans.>', replicas);

@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import { Objm, StorageType, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { ADMIN_OPTIONS, connectNats, streamWithLeader } from '../scans/streams.js';
+import { ADMIN_OPTIONS, connectNats, retryOnTimeout, streamWithLeader } from '../scans/streams.js';
 import type { JournalSettings } from './journal.js';
 import { JOURNAL_STREAM, journalSubject } from './journalEntry.js';
 import { purgeInputs, purgeJournalBelow, type InputPurge } from './retention.js';
@@ -26,7 +26,8 @@ export interface SnapshotInfo {
 async function withBucket<T>(settings: JournalSettings, use: (bucket: ObjectStore) => Promise<T>): Promise<T> {
   const nc: NatsConnection = await connectNats(settings.natsUrl, 'trackd-snapshots', { reconnect: false, noAsyncTraces: true });
   try {
-    const bucket = await new Objm(jetstream(nc, ADMIN_OPTIONS)).create(SNAPSHOT_BUCKET, {
+    // 10 s, not the admin 30: a read whose consumer was placed on a dead server is retried sooner.
+    const bucket = await new Objm(jetstream(nc, { timeout: 10_000 })).create(SNAPSHOT_BUCKET, {
       storage: StorageType.File,
       replicas: settings.replicas,
     });
@@ -152,10 +153,12 @@ const infoOf = (meta: Record<string, string> | undefined, bytes: number): Snapsh
 
 /** What shard `index`'s latest snapshot holds, without reading it; undefined when it has none. */
 export async function latestSnapshot(settings: JournalSettings, index: number): Promise<SnapshotInfo | undefined> {
-  return withBucket(settings, async (bucket) => {
-    const info = await bucket.info(snapshotName(index));
-    return info === null || info.deleted ? undefined : infoOf(info.metadata, info.size);
-  });
+  return retryOnTimeout(() =>
+    withBucket(settings, async (bucket) => {
+      const info = await bucket.info(snapshotName(index));
+      return info === null || info.deleted ? undefined : infoOf(info.metadata, info.size);
+    }),
+  );
 }
 
 /**
@@ -165,18 +168,22 @@ export async function latestSnapshot(settings: JournalSettings, index: number): 
  */
 export async function restoreSnapshot(settings: JournalSettings, index: number, file: string): Promise<SnapshotInfo | undefined> {
   if (fs.existsSync(file)) throw new Error(`restore: ${file} exists`);
-  return withBucket(settings, async (bucket) => {
-    const object = await bucket.get(snapshotName(index));
-    if (object === null) return undefined;
-    const partial = `${file}.restoring`;
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    await pipeline(Readable.fromWeb(object.data as never), fs.createWriteStream(partial));
-    const failed = await object.error;
-    if (failed) {
-      fs.rmSync(partial, { force: true });
-      throw failed;
-    }
-    fs.renameSync(partial, file);
-    return infoOf(object.info.metadata, object.info.size);
-  });
+  const partial = `${file}.restoring`;
+  return retryOnTimeout(() =>
+    withBucket(settings, async (bucket) => {
+      const object = await bucket.get(snapshotName(index));
+      if (object === null) return undefined;
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      try {
+        await pipeline(Readable.fromWeb(object.data as never), fs.createWriteStream(partial));
+        const failed = await object.error;
+        if (failed) throw failed;
+      } catch (err) {
+        fs.rmSync(partial, { force: true });
+        throw err;
+      }
+      fs.renameSync(partial, file);
+      return infoOf(object.info.metadata, object.info.size);
+    }),
+  );
 }
