@@ -17,6 +17,20 @@ import { EVENT_TYPES } from './types.js';
 /** The path of the events WebSocket (docs/events-websocket.md has the protocol). */
 export const EVENTS_WS_PATH = '/api/v1/events/ws';
 
+/**
+ * A request on the socket's path that uWS did not upgrade (no Upgrade, or no valid Sec-WebSocket-Key):
+ * a GET is told to upgrade (426 with `Upgrade: websocket`, RFC 9110 15.5.22), another method is 405.
+ */
+export function notAnUpgrade(method: string): ApiError {
+  if (method === 'GET' || method === 'HEAD')
+    return new ApiError('upgrade_required', `${EVENTS_WS_PATH} is a WebSocket: send GET with Upgrade: websocket`, {
+      headers: { Upgrade: 'websocket' },
+    });
+  return new ApiError('method_not_allowed', `Method ${method} is not allowed; allowed methods: GET (a WebSocket upgrade)`, {
+    headers: { Allow: 'GET' },
+  });
+}
+
 /** Subscriptions one socket may hold at once. */
 export const MAX_SUBSCRIPTIONS = 16;
 
