@@ -297,6 +297,11 @@ function scenarioTargets(scenario: Scenario, r: ScenarioResult): Target[] {
       return t('read p99 <= 50 ms while a backlog drains', r.p99_ms, 50, 'max');
     case 'mix':
       return t('p99 <= 50 ms', r.p99_ms, 50, 'max');
+    case 'events-sse-latency':
+    case 'events-ws-latency':
+      return t('scan published to event received p99 <= 100 ms', r.p99_ms, 100, 'max');
+    case 'events-fanout-1000':
+      return t('read p99 <= 50 ms while 1,000 clients stream', r.p99_ms, 50, 'max');
     case 'ingest-raw':
       return t('>= 50% of raw SQLite insert', r.ratio_to_ceiling, 0.5, 'min');
     case 'report-full-scan':

@@ -3,6 +3,7 @@ import { assetById, assetByIdUncached } from './assetById.js';
 import { assetList } from './assetList.js';
 import { createPatch } from './createPatch.js';
 import { drainReads } from './drainReads.js';
+import { eventsFanout, eventsSseLatency, eventsWsLatency } from './events.js';
 import { history } from './history.js';
 import { ingestField } from './ingestField.js';
 import { ingestRaw } from './ingestRaw.js';
@@ -33,4 +34,7 @@ export const SCENARIOS: Scenario[] = [
   drainReads,
   ingestRaw,
   mix,
+  eventsSseLatency,
+  eventsWsLatency,
+  eventsFanout,
 ];
