@@ -14,6 +14,7 @@ import { report, reportByLocation, reportDeepOffset } from './report.js';
 import { reportFullScan } from './reportFullScan.js';
 import { treeAncestors } from './treeAncestors.js';
 import { treeDescendants } from './treeDescendants.js';
+import { webhooks1, webhooks4 } from './webhooks.js';
 
 /** Every scenario, in the order they run and print. */
 export const SCENARIOS: Scenario[] = [
@@ -37,4 +38,6 @@ export const SCENARIOS: Scenario[] = [
   eventsSseLatency,
   eventsWsLatency,
   eventsFanout,
+  webhooks1,
+  webhooks4,
 ];
