@@ -1,7 +1,7 @@
 /**
  * Webhook deliveries per second to a local receiver (issue 15, point 3), beside a ceiling measured in the same run:
  *
- *   node dist/bench/probes/webhooks.js [--events 20000] [--endpoints 1,4] [--out bench/results/webhooks.json]
+ *   node dist/bench/probes/webhooks.js [--events 20000] [--endpoints 1,4] [--out bench/results/webhooks.json] [--profile DIR]
  *
  * - trackd: a `trackd serve` child (production settings, one shard, one HTTP thread). For each endpoint
  *   count E: E webhooks on `asset.created` to a receiver on 127.0.0.1, paused; a bulk import of
@@ -21,7 +21,7 @@ import { machine, ROOT } from '../lib/processes.js';
 import { startBenchNats, TrackdProcess } from '../lib/trackd.js';
 import { Receiver, receiverCeiling } from '../lib/webhookReceiver.js';
 
-const { values } = parseArgs({ options: { events: { type: 'string' }, endpoints: { type: 'string' }, out: { type: 'string' } } });
+const { values } = parseArgs({ options: { events: { type: 'string' }, endpoints: { type: 'string' }, out: { type: 'string' }, profile: { type: 'string' } } });
 const EVENTS = Number(values.events ?? 20_000);
 const ENDPOINTS = (values.endpoints ?? '1,4').split(',').map(Number);
 const OUT = values.out ?? path.join(ROOT, 'bench', 'results', 'webhooks.json');
@@ -69,6 +69,8 @@ try {
     dataDir,
     natsUrl: nats.url,
     env: { SHARDS: '1', HTTP_THREADS: '1', WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' },
+    // --profile DIR: trackd's threads under --cpu-prof, one profile each.
+    nodeArgs: values.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${values.profile}`],
   });
   const runs: Record<string, unknown>[] = [];
   let sampleBody = '';
