@@ -21,7 +21,9 @@ import { machine, ROOT } from '../lib/processes.js';
 import { startBenchNats, TrackdProcess } from '../lib/trackd.js';
 import { Receiver, receiverCeiling } from '../lib/webhookReceiver.js';
 
-const { values } = parseArgs({ options: { events: { type: 'string' }, endpoints: { type: 'string' }, out: { type: 'string' }, profile: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { events: { type: 'string' }, endpoints: { type: 'string' }, out: { type: 'string' }, profile: { type: 'string' } },
+});
 const EVENTS = Number(values.events ?? 20_000);
 const ENDPOINTS = (values.endpoints ?? '1,4').split(',').map(Number);
 const OUT = values.out ?? path.join(ROOT, 'bench', 'results', 'webhooks.json');

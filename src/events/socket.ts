@@ -34,6 +34,9 @@ export function notAnUpgrade(method: string): ApiError {
 /** Subscriptions one socket may hold at once. */
 export const MAX_SUBSCRIPTIONS = 16;
 
+/** An event is at most one request body's worth of data (1 MiB, the API's body limit) and its envelope. */
+const LARGEST_EVENT_BYTES = 1024 * 1024 + 64 * 1024;
+
 /** Close codes of the socket, by reason (documented; `cursor_expired` ends one subscription, not the socket). */
 export const CLOSE_CODES: Record<Exclude<CloseReason, 'cursor_expired'>, number> = {
   shutdown: 1001,
@@ -107,8 +110,10 @@ export function eventSocket(deps: Deps): uWS.WebSocketBehavior<SocketState> {
     const state = ws.getUserData();
     const write = (text: string) => {
       if (state.closed) return true;
-      if (state.blocked) return false;
-      const ok = send(ws, text);
+      // Sent even while another subscription holds the socket blocked: the hub has moved this
+      // subscription's cursor past the event, so holding it back would skip it. Each subscription
+      // stops at its first false, so at most one event each goes beyond the mark (within maxBackpressure).
+      const ok = send(ws, text) && !state.blocked;
       if (!ok) state.blocked = true;
       return ok;
     };
@@ -173,8 +178,9 @@ export function eventSocket(deps: Deps): uWS.WebSocketBehavior<SocketState> {
     maxPayloadLength: 16 * 1024,
     idleTimeout: 60,
     sendPingsAutomatically: true,
-    // Above the high-water mark: a send is never dropped (subscriptions stop at the mark and wait).
-    maxBackpressure: deps.highWaterBytes + 2 * 1024 * 1024,
+    // Above the high-water mark room for one event of each subscription (each stops at the mark and
+    // waits, after the event that crossed it): a send is never dropped.
+    maxBackpressure: deps.highWaterBytes + MAX_SUBSCRIPTIONS * LARGEST_EVENT_BYTES,
     upgrade: (res, req, context) => {
       const key = req.getHeader('sec-websocket-key');
       const protocol = req.getHeader('sec-websocket-protocol');
