@@ -121,6 +121,10 @@ export function eventSocket(deps: Deps): uWS.WebSocketBehavior<SocketState> {
       event: (row) => write(`{"op":"event","id":${JSON.stringify(id)},"event":${envelopeJson(row)}}`),
       // uWS pings the socket itself.
       keepAlive: () => !state.blocked,
+      cork: (writes) => {
+        if (state.closed) writes();
+        else ws.cork(writes);
+      },
       end: (reason, resumeAfter) => {
         if (state.closed) return;
         if (reason === 'cursor_expired') {

@@ -636,6 +636,10 @@ export class HttpServer {
         });
         return ok;
       },
+      cork: (writes) => {
+        if (!open || p.aborted) writes();
+        else res.cork(writes);
+      },
       end: (text) => {
         if (!open || p.aborted) return;
         open = false;
