@@ -1,6 +1,7 @@
 import type { Scenario } from '../lib/scenario.js';
 import { assetById, assetByIdUncached } from './assetById.js';
 import { assetList } from './assetList.js';
+import { exportScenario, importScenario } from './bulk.js';
 import { createPatch } from './createPatch.js';
 import { drainReads } from './drainReads.js';
 import { history } from './history.js';
@@ -33,4 +34,6 @@ export const SCENARIOS: Scenario[] = [
   drainReads,
   ingestRaw,
   mix,
+  importScenario,
+  exportScenario,
 ];

@@ -22,6 +22,8 @@ const SCENARIOS = [
   'drain-reads',
   'ingest-raw',
   'mix',
+  'import',
+  'export',
 ];
 
 // The comparisons (a fastify baseline, the in-process ceiling, a restart on one HTTP thread) cost
@@ -40,7 +42,7 @@ t.test('npm run bench (tiny) measures every scenario against ceilings of the sam
     SCENARIOS,
     'every selected scenario is reported, in order',
   );
-  checkScenarios(t, output.scenarios, ['ingest-single', 'ingest-raw']);
+  checkScenarios(t, output.scenarios, ['ingest-single', 'ingest-raw', 'export']);
   t.match(stdout, /\| scenario/, 'a table is printed on stdout');
   const measured = output.scenarios.filter((s) => s.status === 'measured');
   t.ok(measured.length > 0, 'at least one scenario was measured');
@@ -57,5 +59,10 @@ t.test('npm run bench (tiny) measures every scenario against ceilings of the sam
   const ceilings = new Map(measured.map((s) => [s.name, (s as { ceiling?: { name: string } }).ceiling?.name]));
   if (ceilings.has('ingest-single')) t.equal(ceilings.get('ingest-single'), 'jetstream-consume');
   if (ceilings.has('ingest-raw')) t.equal(ceilings.get('ingest-raw'), 'sqlite-insert');
+  if (ceilings.has('import')) t.equal(ceilings.get('import'), 'sqlite-insert');
+  if (ceilings.has('export')) t.equal(ceilings.get('export'), 'select-to-dev-null');
+  const imported = output.scenarios.find((s) => s.name === 'import') as { extra?: Record<string, number> } | undefined;
+  if (imported?.extra !== undefined)
+    t.same([imported.extra.upsert_changes, imported.extra.upsert_events], [0, 0], 'the upsert re-import changed nothing');
   if (measured.some((s) => s.kind !== 'read')) t.ok(output.dataset.historyRows > 0, 'history was seeded through the ingest path');
 });
