@@ -35,9 +35,14 @@ export function writeAssetCsv(file: string, rows: number): number {
   return fs.statSync(file).size;
 }
 
+/**
+ * One request; without an agent of the caller's, on a connection of its own: Node 20's global agent
+ * keeps sockets alive, and one reused just as the server closed it for being idle fails the run
+ * with "socket hang up".
+ */
 function request(url: string, options: http.RequestOptions, body?: fs.ReadStream | string): Promise<http.IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, options, resolve);
+    const req = http.request(url, { agent: false, ...options }, resolve);
     req.on('error', reject);
     if (body === undefined) req.end();
     else if (typeof body === 'string') req.end(body);

@@ -19,6 +19,8 @@ export interface BenchOptions {
   keys: number;
   /** Read scenarios that also get the fastify, in-process and one-thread figures; undefined: all. */
   compare: string[] | undefined;
+  /** Rows the import scenario imports (`--bulk-rows`); undefined: the size's. */
+  bulkRows?: number;
 }
 
 export interface BenchContext {

@@ -21,6 +21,8 @@ import type { BenchContext, CustomScenario } from '../lib/scenario.js';
 import { trackdCli } from '../lib/trackd.js';
 import { SIZES } from '../dataset/sizes.js';
 
+const bulkRows = (ctx: BenchContext) => ctx.options.bulkRows ?? SIZES[ctx.options.size].bulkRows;
+
 /** An org an import filled: its id, a key on it, its shard file, the rows the import created. */
 interface BulkOrg {
   id: number;
@@ -38,7 +40,7 @@ function csvOf(ctx: BenchContext): { file: string; bytes: number } {
   let csv = csvFiles.get(ctx);
   if (csv === undefined) {
     const file = path.join(ctx.workDir, 'bulk-assets.csv');
-    csv = { file, bytes: writeAssetCsv(file, SIZES[ctx.options.size].bulkRows) };
+    csv = { file, bytes: writeAssetCsv(file, bulkRows(ctx)) };
     csvFiles.set(ctx, csv);
   }
   return csv;
@@ -86,7 +88,7 @@ export const importScenario: CustomScenario = {
   needs: ['POST /api/v1/assets/bulk', 'GET /api/v1/assets/bulk/{job_id}'],
   unit: 'rows/s',
   async run(ctx) {
-    const rows = SIZES[ctx.options.size].bulkRows;
+    const rows = bulkRows(ctx);
     const csv = csvOf(ctx);
     const org = await freshOrg(ctx);
     const base = ctx.trackd.url;
