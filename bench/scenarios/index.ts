@@ -1,6 +1,7 @@
 import type { Scenario } from '../lib/scenario.js';
 import { assetById, assetByIdUncached } from './assetById.js';
 import { assetList } from './assetList.js';
+import { exportScenario, importScenario } from './bulk.js';
 import { createPatch } from './createPatch.js';
 import { drainReads } from './drainReads.js';
 import { eventsFanout, eventsSseLatency, eventsWsLatency } from './events.js';
@@ -40,4 +41,6 @@ export const SCENARIOS: Scenario[] = [
   eventsFanout,
   webhooks1,
   webhooks4,
+  importScenario,
+  exportScenario,
 ];

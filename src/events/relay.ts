@@ -1,24 +1,20 @@
 import path from 'node:path';
 import { headers, nanos, type NatsConnection } from '@nats-io/transport-node';
-import {
-  JetStreamApiCodes,
-  StorageType,
-  jetstream,
-  jetstreamManager,
-  type JetStreamClient,
-  type JetStreamManager,
-} from '@nats-io/jetstream';
+import { JetStreamApiCodes, StorageType, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Backoff } from '../scans/backoff.js';
 import { ADMIN_OPTIONS, connectNats, DUPLICATE_WINDOW_MS, isApiError, streamWithLeader } from '../scans/streams.js';
 import { openDatabase, type Db } from '../storage/sqlite.js';
 import { shardFile } from '../shards/writer.js';
 import type { WebhookSettings } from '../webhooks/dispatcher.js';
+import { AckedPublisher, type StreamMessage } from './ackedPublish.js';
 import { EVENT_COLUMNS, envelopeJson, type EventRow } from './envelope.js';
 
 export const EVENTS_STREAM = 'EVENTS';
 export const eventSubject = (orgId: number, type: string) => `events.${orgId}.${type}`;
 /** The header carrying the organization's sequence (clients see only it; the stream's own sequence is shared by every tenant). */
 export const SEQ_HEADER = 'Trackd-Seq';
+/** JetStream's de-duplication header (what `js.publish`'s `msgID` sets). */
+const MSG_ID_HEADER = 'Nats-Msg-Id';
 
 export interface RelaySettings {
   natsUrl: string;
@@ -64,7 +60,7 @@ export class EventRelay {
     private readonly reader: Db,
     private readonly store: Db,
     private readonly nc: NatsConnection,
-    private readonly js: JetStreamClient,
+    private readonly publisher: AckedPublisher,
     private readonly settings: RelaySettings,
     private readonly prune: (before: number, throughPos: number) => Promise<unknown>,
     /** Tests only: `before:<type>` / `after:<type>` kills the process before publishing (after acking, before saving) an event of that type. */
@@ -93,7 +89,7 @@ export class EventRelay {
     try {
       const jsm = await jetstreamManager(nc, ADMIN_OPTIONS);
       await ensureEventsStream(jsm, settings.retentionMs, settings.replicas ?? 1);
-      const relay = new EventRelay(reader, store, nc, jetstream(nc), settings, prune, kill);
+      const relay = new EventRelay(reader, store, nc, new AckedPublisher(nc), settings, prune, kill);
       await relay.recover(jsm);
       relay.pruneTimer = setInterval(() => void relay.pruneNow(), settings.pruneEveryMs ?? DEFAULT_PRUNE_EVERY_MS);
       relay.pruneTimer.unref();
@@ -161,15 +157,16 @@ export class EventRelay {
   }
 
   private async publish(rows: EventRow[]): Promise<void> {
-    const acks: Promise<unknown>[] = [];
+    const messages: StreamMessage[] = [];
     for (const row of rows) {
       if (row.seq <= (this.skip.get(row.org_id) ?? 0)) continue;
       if (this.kill?.when === 'before' && this.kill.type === row.type) process.kill(process.pid, 'SIGKILL');
       const h = headers();
+      h.set(MSG_ID_HEADER, row.id);
       h.set(SEQ_HEADER, String(row.seq));
-      acks.push(this.js.publish(eventSubject(row.org_id, row.type), envelopeJson(row), { msgID: row.id, headers: h }));
+      messages.push({ subject: eventSubject(row.org_id, row.type), data: envelopeJson(row), headers: h });
     }
-    await Promise.all(acks);
+    await this.publisher.publishAll(messages);
     if (this.kill?.when === 'after' && rows.some((r) => r.type === this.kill!.type)) process.kill(process.pid, 'SIGKILL');
   }
 
@@ -188,6 +185,7 @@ export class EventRelay {
     // is closed under it. Its event is published again at the next start (deduplicated there).
     const deadline = Date.now() + 2_000;
     while (this.running && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    this.publisher.close();
     await this.nc.close();
     this.reader.close();
     this.store.close();

@@ -27,6 +27,8 @@ const SCENARIOS = [
   'events-fanout-1000',
   'webhooks-1',
   'webhooks-4',
+  'import',
+  'export',
 ];
 
 // The comparisons (a fastify baseline, the in-process ceiling, a restart on one HTTP thread) cost
@@ -49,7 +51,7 @@ t.test('npm run bench (tiny) measures every scenario against ceilings of the sam
   checkScenarios(
     t,
     output.scenarios,
-    ['ingest-single', 'ingest-raw', 'webhooks-1', 'webhooks-4'],
+    ['ingest-single', 'ingest-raw', 'webhooks-1', 'webhooks-4', 'export'],
     ['events-sse-latency', 'events-ws-latency'],
   );
   t.match(stdout, /\| scenario/, 'a table is printed on stdout');
@@ -68,5 +70,10 @@ t.test('npm run bench (tiny) measures every scenario against ceilings of the sam
   const ceilings = new Map(measured.map((s) => [s.name, (s as { ceiling?: { name: string } }).ceiling?.name]));
   if (ceilings.has('ingest-single')) t.equal(ceilings.get('ingest-single'), 'jetstream-consume');
   if (ceilings.has('ingest-raw')) t.equal(ceilings.get('ingest-raw'), 'sqlite-insert');
+  if (ceilings.has('import')) t.equal(ceilings.get('import'), 'sqlite-insert');
+  if (ceilings.has('export')) t.equal(ceilings.get('export'), 'select-to-dev-null');
+  const imported = output.scenarios.find((s) => s.name === 'import') as { extra?: Record<string, number> } | undefined;
+  if (imported?.extra !== undefined)
+    t.same([imported.extra.upsert_changes, imported.extra.upsert_events], [0, 0], 'the upsert re-import changed nothing');
   if (measured.some((s) => s.kind !== 'read')) t.ok(output.dataset.historyRows > 0, 'history was seeded through the ingest path');
 });
