@@ -12,22 +12,26 @@ const OWNERS = [
  * a match): per table an FTS5 table of trigrams, contentless (the rows are in the table itself),
  * one row per owner whatever its state (include_deleted lists search soft-deleted rows too), rowid =
  * the owner's id, holding name, external key, description and the live tag values, each after a
- * char(1) (q rejects control characters, so no q spans two fields). detail=none: no positions, so a
- * query asks for every trigram of q and the exact test after it drops the rows that hold them
- * apart. Triggers keep it, whichever connection writes (the writer, bulk imports, the bench loader).
+ * char(1) (q rejects control characters, so no q spans two fields). U+017F and U+212A, the two
+ * code points beyond ASCII that the trigram fold makes ASCII ("s", "k"), are indexed as U+FFFD: so
+ * a phrase of an ASCII q matches exactly the rows whose LIKE matches, and needs no test after it.
+ * detail=full (positions) for the phrase. Triggers keep it, whichever connection writes (the
+ * writer, bulk imports, the bench loader).
  */
 export async function up(knex: Knex): Promise<void> {
   for (const { table, column } of OWNERS) {
     const text = `${table}_text`;
     const body = (row: string) =>
+      'replace(replace(' +
       `${row}.name || char(1) || ${row}.external_key || char(1) || coalesce(${row}.description, '') || ` +
-      `coalesce((SELECT char(1) || group_concat(t.value, char(1)) FROM tags t WHERE t.${column} = ${row}.id AND t.deleted_at IS NULL), '')`;
+      `coalesce((SELECT char(1) || group_concat(t.value, char(1)) FROM tags t WHERE t.${column} = ${row}.id AND t.deleted_at IS NULL), '')` +
+      ', char(383), char(65533)), char(8490), char(65533))';
     /** Rewrites the index row of the owner `id` (an SQL expression; NULL touches nothing). */
     const refresh = (id: string) =>
       `DELETE FROM ${text} WHERE rowid = ${id};
        INSERT INTO ${text} (rowid, body) SELECT o.id, ${body('o')} FROM ${table} o WHERE o.id = ${id};`;
     await knex.raw(
-      `CREATE VIRTUAL TABLE ${text} USING fts5(body, tokenize = 'trigram', content = '', contentless_delete = 1, detail = 'none')`,
+      `CREATE VIRTUAL TABLE ${text} USING fts5(body, tokenize = 'trigram', content = '', contentless_delete = 1, detail = 'full')`,
     );
     await knex.raw(`INSERT INTO ${text} (rowid, body) SELECT o.id, ${body('o')} FROM ${table} o`);
     await knex.raw(`CREATE TRIGGER ${text}_insert AFTER INSERT ON ${table} BEGIN

@@ -61,10 +61,10 @@ export const registerLowerFunction = shardState((shard: Shard): true => {
 /**
  * How `q` finds its rows. `set`: every row tested, tag values through one uncorrelated set of
  * matching owners, built by scanning every live tag of the org. `exists`: a tag lookup per row
- * tested: the cheaper way when the page is found after a short walk. `text`: only the candidates of
- * the text index (textIndex.ts) tested, each with a tag lookup: a count, or a page of a rare match,
- * costs the candidates instead of every row; a q the index cannot answer (under 3 code points)
- * falls back to `set`.
+ * tested: the cheaper way when the page is found after a short walk. `text`: the rows the text
+ * index (textIndex.ts) gives, as they are for an ASCII q, each tested (with a tag lookup) for
+ * another q: a count, or a page of a rare match, costs the matches instead of every row; a q the
+ * index cannot answer (under 3 code points) falls back to `set`.
  */
 export type TagMatch = 'set' | 'exists' | 'text';
 
@@ -91,7 +91,10 @@ export function applyMasterFilters(
     if (indexed !== undefined) {
       const table = tagColumn === 'asset_id' ? 'assets' : 'locations';
       // CROSS JOIN keeps the candidates outside: given org_id = ?, the planner would rather walk the org and probe them.
-      q.from(sqlBuilder.raw(`${textIndexTable(table)}(?) AS tm CROSS JOIN ${table} AS ${alias} ON ${alias}.id = tm.rowid`, [indexed]));
+      q.from(
+        sqlBuilder.raw(`${textIndexTable(table)}(?) AS tm CROSS JOIN ${table} AS ${alias} ON ${alias}.id = tm.rowid`, [indexed.match]),
+      );
+      if (indexed.exact) return q;
     }
     const tagsPerRow = tagMatch === 'exists' || indexed !== undefined;
     q.where((w) =>
