@@ -75,7 +75,8 @@ export class LeaseBucket {
     }
     // Created by this node or another a moment ago, it may have no leader yet: writes would be refused.
     await streamWithLeader(jsm, stream);
-    return new LeaseBucket(jetstream(nc), jsm, timeoutMs, bucket);
+    // Reads at the renewals' pace, not the admin client's 30 s: a tick must not stall through an election.
+    return new LeaseBucket(jetstream(nc), await jetstreamManager(nc, { timeout: Math.max(timeoutMs, 1000) }), timeoutMs, bucket);
   }
 
   /** A key's value and revision; undefined when it was never written. */

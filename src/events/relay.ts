@@ -87,10 +87,9 @@ export class EventRelay {
     const reader = openDatabase(shardFile(dataDir, index), { readonly: true });
     const nc = await connectNats(settings.natsUrl, `trackd-events-${index}`, { reconnect: true, noAsyncTraces: true });
     try {
-      const jsm = await jetstreamManager(nc, ADMIN_OPTIONS);
-      await ensureEventsStream(jsm, settings.retentionMs, settings.replicas ?? 1);
+      await ensureEventsStream(await jetstreamManager(nc, ADMIN_OPTIONS), settings.retentionMs, settings.replicas ?? 1);
       const relay = new EventRelay(reader, store, nc, new AckedPublisher(nc), settings, prune, kill);
-      await relay.recover(jsm);
+      await relay.recover(await jetstreamManager(nc));
       relay.pruneTimer = setInterval(() => void relay.pruneNow(), settings.pruneEveryMs ?? DEFAULT_PRUNE_EVERY_MS);
       relay.pruneTimer.unref();
       relay.wake();

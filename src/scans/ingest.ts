@@ -21,7 +21,7 @@ import type { SourcedScan } from './canonical.js';
 import type { DeadLetter } from './decode.js';
 import { scansSource, type MessageRoute, type MetricLabels, type ScanSource } from './source.js';
 import { sourcedItems } from './sources.js';
-import { ADMIN_OPTIONS, connectNats, ensureStream, isApiError, SCANS_DEAD_STREAM } from './streams.js';
+import { connectNats, ensureStream, isApiError, SCANS_DEAD_STREAM } from './streams.js';
 
 export interface ScanIngest {
   stop(): Promise<void>;
@@ -412,7 +412,7 @@ export async function startScanIngest(
 ): Promise<ScanIngest> {
   const own = typeof natsUrl === 'string';
   const nc = own ? await connectNats(natsUrl, 'trackd-ingest', { reconnect: true }) : natsUrl;
-  const jsm = await jetstreamManager(nc, ADMIN_OPTIONS);
+  const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
   const consumers: ScanConsumer[] = [];
   const setReady = options.onReadiness ?? ((ready: boolean) => (services.readiness.consumer = ready));

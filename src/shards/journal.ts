@@ -57,9 +57,9 @@ export class ShardJournal implements StreamInputs {
   static async open(settings: JournalSettings, index: number): Promise<ShardJournal> {
     const nc = await connectNats(settings.natsUrl, `trackd-journal-${index}`, { reconnect: true, noAsyncTraces: true });
     try {
-      const jsm = await jetstreamManager(nc, ADMIN_OPTIONS);
-      const stream = await ensureStream(jsm, JOURNAL_STREAM, 'journal.*', settings.replicas);
-      return new ShardJournal(index, nc, jetstream(nc), jsm, stream.created);
+      const stream = await ensureStream(await jetstreamManager(nc, ADMIN_OPTIONS), JOURNAL_STREAM, 'journal.*', settings.replicas);
+      // The admin client's 30 s would hold a recovery that long on a request lost to a disconnection.
+      return new ShardJournal(index, nc, jetstream(nc), await jetstreamManager(nc), stream.created);
     } catch (err) {
       await nc.close();
       throw err;

@@ -128,7 +128,7 @@ export async function snapshotAndPurge(
   const snapshot = await takeSnapshot(file, settings, index, onUpload);
   const nc = await connectNats(settings.natsUrl, `trackd-retention-${index}`, { reconnect: false, noAsyncTraces: true });
   try {
-    const jsm = await jetstreamManager(nc, ADMIN_OPTIONS);
+    const jsm = await jetstreamManager(nc);
     const journalPurged = await purgeJournalBelow(jsm, journalSubject(index), snapshot.journalPosition);
     return { snapshot, journalPurged, inputs: await purgeInputs(jetstream(nc), jsm) };
   } finally {
