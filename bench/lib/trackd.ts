@@ -5,12 +5,16 @@ import { ROOT, stopChild } from './processes.js';
 
 const BIN = path.join(ROOT, 'bin', 'trackd.js');
 
-/** Production settings for the measured server; the rate limit is lifted so that it never answers 429. */
+/**
+ * Production settings for the measured server; the rate limit is lifted so that it never answers
+ * 429, and webhook receivers on loopback are allowed (the webhook scenarios' receiver).
+ */
 export const PRODUCTION_ENV = {
   LOG_LEVEL: 'warn',
   TRACKD_ENV: 'production',
   RATE_LIMIT_PER_MIN: '100000000',
   TRACKD_BENCH_ROUTES: '1',
+  WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
 };
 
 export interface TrackdOptions {
