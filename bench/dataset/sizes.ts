@@ -7,12 +7,14 @@ export interface DatasetSize {
   historyRows: number;
   /** Length of the deep branch (a parent chain) used by the tree scenarios. */
   deepBranch: number;
+  /** Assets (one tag each) the import scenario imports into an org of its own. */
+  bulkRows: number;
 }
 
 export const SIZES: Record<SizeName, DatasetSize> = {
-  tiny: { assets: 500, locations: 60, historyRows: 2_000, deepBranch: 8 },
-  small: { assets: 10_000, locations: 1_000, historyRows: 100_000, deepBranch: 16 },
-  large: { assets: 1_000_000, locations: 10_000, historyRows: 10_000_000, deepBranch: 24 },
+  tiny: { assets: 500, locations: 60, historyRows: 2_000, deepBranch: 8, bulkRows: 2_000 },
+  small: { assets: 10_000, locations: 1_000, historyRows: 100_000, deepBranch: 16, bulkRows: 100_000 },
+  large: { assets: 1_000_000, locations: 10_000, historyRows: 10_000_000, deepBranch: 24, bulkRows: 1_000_000 },
 };
 
 /** Facts about the seeded dataset that scenarios draw their random ids and keys from. */

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { ROOT } from './processes.js';
 import type { BenchOptions } from './scenario.js';
 
-const USAGE = `usage: npm run bench -- [--size tiny|small|large] [--only s1,s2] [--runs N] [--duration S] [--warmup S] [--connections N] [--out FILE] [--keep] [--profile] [--generator auto|autocannon] [--compare s1,s2]`;
+const USAGE = `usage: npm run bench -- [--size tiny|small|large] [--only s1,s2] [--runs N] [--duration S] [--warmup S] [--connections N] [--out FILE] [--keep] [--profile] [--generator auto|autocannon] [--compare s1,s2] [--bulk-rows N]`;
 
 export function parseOptions(argv: string[]): BenchOptions {
   const { values } = parseArgs({
@@ -21,6 +21,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       keep: { type: 'boolean' },
       profile: { type: 'boolean' },
       generator: { type: 'string', default: 'auto' },
+      'bulk-rows': { type: 'string' },
       help: { type: 'boolean' },
     },
     strict: true,
@@ -46,6 +47,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     warmupSeconds: values.warmup === undefined ? Math.min(2, Math.max(1, duration / 4)) : positive('warmup', values.warmup, true),
     connections: Math.floor(positive('connections', values.connections)),
     keys: Math.floor(positive('keys', values.keys)),
+    bulkRows: values['bulk-rows'] === undefined ? undefined : Math.floor(positive('bulk-rows', values['bulk-rows'])),
     keep: values.keep ?? false,
     profile: values.profile ?? false,
     generator: values.generator === 'autocannon' ? 'autocannon' : 'auto',

@@ -297,8 +297,27 @@ function scenarioTargets(scenario: Scenario, r: ScenarioResult): Target[] {
       return t('read p99 <= 50 ms while a backlog drains', r.p99_ms, 50, 'max');
     case 'mix':
       return t('p99 <= 50 ms', r.p99_ms, 50, 'max');
+    case 'events-sse-latency':
+    case 'events-ws-latency':
+      return t('scan published to event received p99 <= 100 ms', r.p99_ms, 100, 'max');
+    case 'events-fanout-1000':
+      return t('read p99 <= 50 ms while 1,000 clients stream', r.p99_ms, 50, 'max');
+    case 'webhooks-1':
+    case 'webhooks-4':
+      return t('>= 2,000 deliveries/s', r.rate, 2_000, 'min');
     case 'ingest-raw':
       return t('>= 50% of raw SQLite insert', r.ratio_to_ceiling, 0.5, 'min');
+    case 'import':
+      return [
+        ...t('>= 50,000 rows/s end to end', r.rate, 50_000, 'min'),
+        ...t('reads of the importing org p99 <= 50 ms', r.p99_ms, 50, 'max'),
+        ...t('upsert re-import at least as fast', r.extra?.upsert_vs_import, 1, 'min'),
+      ];
+    case 'export':
+      return [
+        ...t('assets >= 200,000 rows/s', r.rate, 200_000, 'min'),
+        ...t('report >= 200,000 rows/s', r.extra?.report_rows_per_s, 200_000, 'min'),
+      ];
     case 'report-full-scan':
       return t('the whole report paged through in <= 60 s', r.extra?.seconds, 60, 'max');
     default:

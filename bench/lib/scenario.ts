@@ -19,6 +19,8 @@ export interface BenchOptions {
   keys: number;
   /** Read scenarios that also get the fastify, in-process and one-thread figures; undefined: all. */
   compare: string[] | undefined;
+  /** Rows the import scenario imports (`--bulk-rows`); undefined: the size's. */
+  bulkRows?: number;
 }
 
 export interface BenchContext {
@@ -63,8 +65,8 @@ interface ScenarioBase {
   title: string;
   /** Operations (as in `operations`) the scenario needs; missing ones make it skip itself. */
   needs: string[];
-  /** Unit of `rate`: requests/s, reads/s or messages/s. */
-  unit: 'req/s' | 'reads/s' | 'msgs/s';
+  /** Unit of `rate`: requests/s, reads/s, messages/s or rows/s (bulk jobs). */
+  unit: 'req/s' | 'reads/s' | 'msgs/s' | 'rows/s';
 }
 
 /** A hot read: measured on trackd, on the fastify baseline and in-process, over the same random paths. */

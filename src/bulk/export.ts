@@ -138,13 +138,17 @@ const ASSET_LINE_SQL = `json_object('id', a.id, 'external_key', a.external_key, 
     FROM tags t WHERE t.asset_id = a.id AND t.org_id = a.org_id AND t.deleted_at IS NULL)),
   'metadata', json(a.metadata)) AS line`;
 
-/** GET /api/v1/assets/export: the asset list's filters (no paging, no sort: by id). */
-export function exportAssets(shard: Shard, orgId: number, query: Record<string, unknown>, accept: string, now: number): Reply {
-  const columns =
-    exportFormat(accept) === 'ndjson' ? [ASSET_LINE_SQL] : [...masterColumns('a'), 'a.metadata', tagsJsonColumn('a', 'asset_id')];
-  const sql = applyMasterFilters(orgQuery('assets', 'a', orgId), 'a', orgId, query, now, 'asset_id')
+/** The asset export's statement (NDJSON: one `line` column per asset); the bench's ceiling runs it too. */
+export function assetExportSql(orgId: number, query: Record<string, unknown>, format: ExportFormat, now: number): Knex.QueryBuilder {
+  const columns = format === 'ndjson' ? [ASSET_LINE_SQL] : [...masterColumns('a'), 'a.metadata', tagsJsonColumn('a', 'asset_id')];
+  return applyMasterFilters(orgQuery('assets', 'a', orgId), 'a', orgId, query, now, 'asset_id')
     .select(sqlColumns(columns))
     .orderBy('a.id');
+}
+
+/** GET /api/v1/assets/export: the asset list's filters (no paging, no sort: by id). */
+export function exportAssets(shard: Shard, orgId: number, query: Record<string, unknown>, accept: string, now: number): Reply {
+  const sql = assetExportSql(orgId, query, exportFormat(accept), now);
   const view = (row: AssetRow): AssetView => ({ ...masterView(row), metadata: JSON.parse(row.metadata) as Record<string, unknown> });
   return exportReply<AssetRow & { line: string }>(
     shard,
@@ -212,9 +216,9 @@ export function exportLocations(shard: Shard, orgId: number, query: Record<strin
 
 const REPORT_COLUMNS = ['asset_id', 'asset_external_key', 'location_id', 'location_external_key', 'asset_last_seen', 'asset_deleted_at'];
 
-/** GET /api/v1/reports/asset-locations/export: the report's filters, by asset id. */
-export function exportReport(shard: Shard, orgId: number, filters: ReportFilters, accept: string, now: number): Reply {
-  const sql = reportBase(orgId, filters, now, true)
+/** The report export's statement; the bench's ceiling runs it too. */
+export function reportExportSql(orgId: number, filters: Omit<ReportFilters, 'sort' | 'limit' | 'offset'>, now: number): Knex.QueryBuilder {
+  return reportBase(orgId, filters, now, true)
     .leftJoin('locations as l', 'l.id', 'p.location_id')
     .select(
       sqlColumns([
@@ -227,6 +231,11 @@ export function exportReport(shard: Shard, orgId: number, filters: ReportFilters
       ]),
     )
     .orderBy('p.asset_id');
+}
+
+/** GET /api/v1/reports/asset-locations/export: the report's filters, by asset id. */
+export function exportReport(shard: Shard, orgId: number, filters: ReportFilters, accept: string, now: number): Reply {
+  const sql = reportExportSql(orgId, filters, now);
   const item = (r: ReportRow) => ({
     asset_id: r.asset_id,
     asset_external_key: r.asset_external_key,

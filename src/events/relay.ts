@@ -1,24 +1,20 @@
 import path from 'node:path';
 import { headers, nanos, type NatsConnection } from '@nats-io/transport-node';
-import {
-  JetStreamApiCodes,
-  StorageType,
-  jetstream,
-  jetstreamManager,
-  type JetStreamClient,
-  type JetStreamManager,
-} from '@nats-io/jetstream';
+import { JetStreamApiCodes, StorageType, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Backoff } from '../scans/backoff.js';
-import { connectNats, DUPLICATE_WINDOW_MS, isApiError } from '../scans/streams.js';
+import { ADMIN_OPTIONS, connectNats, DUPLICATE_WINDOW_MS, isApiError, streamWithLeader } from '../scans/streams.js';
 import { openDatabase, type Db } from '../storage/sqlite.js';
 import { shardFile } from '../shards/writer.js';
 import type { WebhookSettings } from '../webhooks/dispatcher.js';
+import { AckedPublisher, type StreamMessage } from './ackedPublish.js';
 import { EVENT_COLUMNS, envelopeJson, type EventRow } from './envelope.js';
 
 export const EVENTS_STREAM = 'EVENTS';
 export const eventSubject = (orgId: number, type: string) => `events.${orgId}.${type}`;
 /** The header carrying the organization's sequence (clients see only it; the stream's own sequence is shared by every tenant). */
 export const SEQ_HEADER = 'Trackd-Seq';
+/** JetStream's de-duplication header (what `js.publish`'s `msgID` sets). */
+const MSG_ID_HEADER = 'Nats-Msg-Id';
 
 export interface RelaySettings {
   natsUrl: string;
@@ -26,6 +22,8 @@ export interface RelaySettings {
   retentionMs: number;
   /** How often the relay asks its shard to prune the log. */
   pruneEveryMs?: number;
+  /** Copies of EVENTS when the relay creates it (JOURNAL_REPLICAS). */
+  replicas?: number;
   /** The webhook dispatcher that runs beside the relay on the shard's thread (src/webhooks/dispatcher.ts); none: no deliveries. */
   webhooks?: WebhookSettings;
 }
@@ -62,7 +60,7 @@ export class EventRelay {
     private readonly reader: Db,
     private readonly store: Db,
     private readonly nc: NatsConnection,
-    private readonly js: JetStreamClient,
+    private readonly publisher: AckedPublisher,
     private readonly settings: RelaySettings,
     private readonly prune: (before: number, throughPos: number) => Promise<unknown>,
     /** Tests only: `before:<type>` / `after:<type>` kills the process before publishing (after acking, before saving) an event of that type. */
@@ -89,9 +87,9 @@ export class EventRelay {
     const reader = openDatabase(shardFile(dataDir, index), { readonly: true });
     const nc = await connectNats(settings.natsUrl, `trackd-events-${index}`, { reconnect: true, noAsyncTraces: true });
     try {
-      const jsm = await jetstreamManager(nc);
-      await ensureEventsStream(jsm, settings.retentionMs);
-      const relay = new EventRelay(reader, store, nc, jetstream(nc), settings, prune, kill);
+      const jsm = await jetstreamManager(nc, ADMIN_OPTIONS);
+      await ensureEventsStream(jsm, settings.retentionMs, settings.replicas ?? 1);
+      const relay = new EventRelay(reader, store, nc, new AckedPublisher(nc), settings, prune, kill);
       await relay.recover(jsm);
       relay.pruneTimer = setInterval(() => void relay.pruneNow(), settings.pruneEveryMs ?? DEFAULT_PRUNE_EVERY_MS);
       relay.pruneTimer.unref();
@@ -159,15 +157,16 @@ export class EventRelay {
   }
 
   private async publish(rows: EventRow[]): Promise<void> {
-    const acks: Promise<unknown>[] = [];
+    const messages: StreamMessage[] = [];
     for (const row of rows) {
       if (row.seq <= (this.skip.get(row.org_id) ?? 0)) continue;
       if (this.kill?.when === 'before' && this.kill.type === row.type) process.kill(process.pid, 'SIGKILL');
       const h = headers();
+      h.set(MSG_ID_HEADER, row.id);
       h.set(SEQ_HEADER, String(row.seq));
-      acks.push(this.js.publish(eventSubject(row.org_id, row.type), envelopeJson(row), { msgID: row.id, headers: h }));
+      messages.push({ subject: eventSubject(row.org_id, row.type), data: envelopeJson(row), headers: h });
     }
-    await Promise.all(acks);
+    await this.publisher.publishAll(messages);
     if (this.kill?.when === 'after' && rows.some((r) => r.type === this.kill!.type)) process.kill(process.pid, 'SIGKILL');
   }
 
@@ -186,6 +185,7 @@ export class EventRelay {
     // is closed under it. Its event is published again at the next start (deduplicated there).
     const deadline = Date.now() + 2_000;
     while (this.running && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    this.publisher.close();
     await this.nc.close();
     this.reader.close();
     this.store.close();
@@ -198,7 +198,7 @@ function parseKill(text: string | undefined): { when: 'before' | 'after'; type: 
 }
 
 /** Creates EVENTS (`events.>`) when missing: its messages kept as long as the log keeps events, re-publishes within the window dropped. */
-export async function ensureEventsStream(jsm: JetStreamManager, retentionMs: number): Promise<void> {
+export async function ensureEventsStream(jsm: JetStreamManager, retentionMs: number, replicas = 1): Promise<void> {
   try {
     await jsm.streams.info(EVENTS_STREAM);
     return;
@@ -210,6 +210,7 @@ export async function ensureEventsStream(jsm: JetStreamManager, retentionMs: num
       name: EVENTS_STREAM,
       subjects: ['events.>'],
       storage: StorageType.File,
+      num_replicas: replicas,
       max_age: nanos(retentionMs),
       duplicate_window: nanos(Math.min(DUPLICATE_WINDOW_MS, retentionMs)),
     });
@@ -217,4 +218,5 @@ export async function ensureEventsStream(jsm: JetStreamManager, retentionMs: num
     // Another shard's relay created it between our two calls.
     await jsm.streams.info(EVENTS_STREAM).catch(() => Promise.reject(err));
   }
+  await streamWithLeader(jsm, EVENTS_STREAM);
 }
