@@ -35,6 +35,7 @@ export const ConfigSchema = Type.Object({
   WEBHOOK_TIMEOUT_MS: IntString(100, 300_000),
   CLUSTER_NODE_ID: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' })),
   CLUSTER_STATIC_SHARDS: Type.Optional(Type.String({ pattern: '^\\d{1,3}(,\\d{1,3})*$' })),
+  LEASE_SECONDS: IntString(1, 3600),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -64,7 +65,11 @@ const DEFAULTS: Record<string, string> = {
   WEBHOOK_RETRY_FIRST_MS: '5000',
   WEBHOOK_RETRY_MAX_MS: '3600000',
   WEBHOOK_TIMEOUT_MS: '10000',
+  LEASE_SECONDS: '15',
 };
+
+/** Cluster mode's shard count when SHARDS is unset: fixed, since every node must have the same (not its CPU count). */
+const CLUSTER_SHARDS_DEFAULT = 16;
 
 const INTEGER_VARS = new Set([
   'PORT',
@@ -85,6 +90,7 @@ const INTEGER_VARS = new Set([
   'WEBHOOK_RETRY_FIRST_MS',
   'WEBHOOK_RETRY_MAX_MS',
   'WEBHOOK_TIMEOUT_MS',
+  'LEASE_SECONDS',
 ]);
 
 /** Reads the configuration; a bad value throws a ConfigError whose one-line message names the variable. */
@@ -105,7 +111,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (firstError) {
     const name = firstError.path.replace(/^\//, '') || 'configuration';
     const literals = (firstError.schema.anyOf as { const?: unknown }[] | undefined)?.map((m) => m.const);
-    const message = literals ? `must be one of ${literals.join(', ')}` : firstError.message;
+    const message = literals
+      ? `must be one of ${literals.join(', ')}`
+      : firstError.schema.pattern !== undefined
+        ? `must be 1 to 64 letters, digits, '-' or '_'`
+        : firstError.message;
     throw new ConfigError(`${name}: ${message}, got ${JSON.stringify(raw[name])}`);
   }
   const config = raw as Config;
@@ -116,10 +126,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (config.CLUSTER_NODE_ID !== undefined && config.NATS_URL === undefined)
     throw new ConfigError(
-      'CLUSTER_NODE_ID: cluster mode needs NATS_URL (the nodes meet on a nats-server of their own, not an embedded one)',
+      `CLUSTER_NODE_ID: cluster mode needs NATS_URL (the nodes meet on a nats-server of their own, not an embedded one), got ${JSON.stringify(config.CLUSTER_NODE_ID)} without it`,
     );
   if (config.CLUSTER_STATIC_SHARDS !== undefined && config.CLUSTER_NODE_ID === undefined)
     throw new ConfigError('CLUSTER_STATIC_SHARDS: only in cluster mode (set CLUSTER_NODE_ID)');
   config.DATA_DIR = path.resolve(config.DATA_DIR);
+  // Shards placed by lease (no static placement): journaled, the cluster's shard count.
+  if (config.CLUSTER_NODE_ID !== undefined && config.CLUSTER_STATIC_SHARDS === undefined) clusterMode(config, env);
   return config;
+}
+
+/**
+ * Cluster mode (CLUSTER_NODE_ID set; docs/cluster.md): the nodes share a NATS cluster (NATS_URL;
+ * no embedded server), every shard is journaled (SHARD_JOURNAL on, an explicit off is refused), and
+ * the shard count is the cluster's (16 unless SHARDS says otherwise; checked against the lease bucket).
+ */
+function clusterMode(config: Config, env: NodeJS.ProcessEnv): void {
+  if (env.SHARD_JOURNAL === 'off') throw new ConfigError('SHARD_JOURNAL: cluster mode journals every shard, got "off"');
+  config.SHARD_JOURNAL = 'on';
+  if (env.SHARDS === undefined || env.SHARDS === '') config.SHARDS = CLUSTER_SHARDS_DEFAULT;
 }

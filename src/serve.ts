@@ -18,6 +18,7 @@ import { scanSources } from './scans/sources.js';
 import type { Services } from './services.js';
 import { ShardActors } from './shards/actors.js';
 import type { JournalEvent } from './shards/journaled.js';
+import { ClusterNode } from './cluster/node.js';
 import { ShardRegistry } from './shards/registry.js';
 import { StorageHealth } from './storage/health.js';
 import { OwnershipTable } from './cluster/ownershipTable.js';
@@ -81,6 +82,9 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
   };
   let natsUrl = config.NATS_URL;
   const journaled = config.SHARD_JOURNAL === 'on';
+  // Cluster mode (CLUSTER_NODE_ID): shards run here only while this node holds their lease (cluster/node.ts).
+  let cluster: ClusterNode | undefined;
+  const logJournal = journalLogger(logger);
   const actors = new ShardActors(
     config.DATA_DIR,
     (index, err) => onCrash(new Error(`shard ${index}: ${err.message}`)),
@@ -91,7 +95,10 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
       ? {
           settings: () => ({ natsUrl: natsUrl!, replicas: config.JOURNAL_REPLICAS }),
           snapshots: { everyEntries: config.SNAPSHOT_EVERY_ENTRIES, everySeconds: config.SNAPSHOT_EVERY_SECONDS },
-          onEvent: journalLogger(logger),
+          onEvent: (shard: number, event: JournalEvent) => {
+            logJournal(shard, event);
+            cluster?.onJournalEvent(shard, event);
+          },
         }
       : undefined,
     config.CLUSTER_NODE_ID === undefined ? undefined : { natsUrl: config.NATS_URL!, replicas: config.JOURNAL_REPLICAS },
@@ -141,6 +148,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
       natsUrl: natsUrl!,
       retentionMs,
       pruneEveryMs: Math.max(100, Math.min(60_000, retentionMs / 10)),
+      replicas: config.JOURNAL_REPLICAS,
       webhooks: {
         allowedCidrs: config.WEBHOOK_ALLOWED_CIDRS,
         retryWindowMs: config.WEBHOOK_RETRY_WINDOW_SECONDS * 1000,
@@ -151,12 +159,29 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
     });
     // The consumer starts once HTTP can follow at once: a backlog drains in plain view of /metrics.
     await threadsReady;
-    ingest = await startScanIngest(services, natsUrl!, scanSources);
+    // Static placement (CLUSTER_STATIC_SHARDS, tests and trials) consumes as one node does; placement by lease runs ClusterNode.
+    if (config.CLUSTER_NODE_ID === undefined || config.CLUSTER_STATIC_SHARDS !== undefined)
+      ingest = await startScanIngest(services, natsUrl!, scanSources);
+    else
+      cluster = await ClusterNode.start(
+        {
+          nodeId: config.CLUSTER_NODE_ID,
+          shards: config.SHARDS,
+          leaseMs: config.LEASE_SECONDS * 1000,
+          replicas: config.JOURNAL_REPLICAS,
+          natsUrl: natsUrl!,
+        },
+        services,
+        actors,
+        scanSources,
+        ownership!,
+      );
     port = await http.listenAll();
   } catch (err) {
     // Leave nothing behind (the embedded nats-server is a child process that would outlive us).
     await http.stop().catch(() => undefined);
     await ingest?.stop().catch(() => undefined);
+    await cluster?.stop().catch(() => undefined);
     await embedded?.stop();
     await mainRpc?.close();
     stopLoopAndGc();
@@ -173,7 +198,14 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
   // The one line an operator needs to find the port, printed at any level but silent (http.url has it too).
   const announcer = logger.isLevelEnabled('info') || config.LOG_LEVEL === 'silent' ? logger : logger.child({}, { level: 'info' });
   announcer.info(
-    { port, host: config.HOST, data_dir: config.DATA_DIR, shards: config.SHARDS, http_threads: config.HTTP_THREADS },
+    {
+      port,
+      host: config.HOST,
+      data_dir: config.DATA_DIR,
+      shards: config.SHARDS,
+      http_threads: config.HTTP_THREADS,
+      ...(config.CLUSTER_NODE_ID === undefined ? {} : { cluster_node: config.CLUSTER_NODE_ID }),
+    },
     'listening',
   );
 
@@ -206,6 +238,8 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
       await mainRpc?.close();
       // The rest of the stop runs even if the consumer's did not (the shards close after their last batch).
       await ingest?.stop().catch((err) => logger.warn({ err }, 'the scan consumer did not stop cleanly'));
+      // Consumers and actors of the shards served here stop, then their leases are released.
+      await cluster?.stop().catch((err) => logger.warn({ err }, 'the cluster node did not stop cleanly'));
       await shards.closeAll();
       await actors.closeAll();
       services.storageHealth?.close();

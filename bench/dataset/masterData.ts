@@ -95,6 +95,10 @@ export async function loadMasterData(dataDir: string, orgId: number, sizeName: S
         const created = now - Math.floor(random() * 30 * DAY);
         const name = `${WORDS_A[(random() * WORDS_A.length) | 0]} ${WORDS_B[(random() * WORDS_B.length) | 0]} ${i}`;
         const metadata = JSON.stringify({ category: WORDS_B[i % WORDS_B.length]!.toLowerCase(), serial: `SN${(i * 7919) % 1_000_003}` });
+        // Tags first: the asset's insert then writes its row of the q text index once (migration 013),
+        // where each tag after it would rewrite that row.
+        insertTag.run(tagId++, orgId, 'rfid', rfidValue(id), id, created);
+        if (i % 3 === 0) insertTag.run(tagId++, orgId, 'barcode', `BC${id}`, id, created);
         insertAsset.run(
           id,
           orgId,
@@ -107,8 +111,6 @@ export async function loadMasterData(dataDir: string, orgId: number, sizeName: S
           created,
           created,
         );
-        insertTag.run(tagId++, orgId, 'rfid', rfidValue(id), id, created);
-        if (i % 3 === 0) insertTag.run(tagId++, orgId, 'barcode', `BC${id}`, id, created);
       }
     })();
   }

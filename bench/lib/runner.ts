@@ -297,6 +297,14 @@ function scenarioTargets(scenario: Scenario, r: ScenarioResult): Target[] {
       return t('read p99 <= 50 ms while a backlog drains', r.p99_ms, 50, 'max');
     case 'mix':
       return t('p99 <= 50 ms', r.p99_ms, 50, 'max');
+    case 'events-sse-latency':
+    case 'events-ws-latency':
+      return t('scan published to event received p99 <= 100 ms', r.p99_ms, 100, 'max');
+    case 'events-fanout-1000':
+      return t('read p99 <= 50 ms while 1,000 clients stream', r.p99_ms, 50, 'max');
+    case 'webhooks-1':
+    case 'webhooks-4':
+      return t('>= 2,000 deliveries/s', r.rate, 2_000, 'min');
     case 'ingest-raw':
       return t('>= 50% of raw SQLite insert', r.ratio_to_ceiling, 0.5, 'min');
     case 'import':

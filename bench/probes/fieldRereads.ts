@@ -30,6 +30,7 @@ import type { SourcedScan } from '../../src/scans/canonical.js';
 import { ShardRegistry } from '../../src/shards/registry.js';
 import { openDatabase } from '../../src/storage/sqlite.js';
 import { rfidValue } from '../dataset/sizes.js';
+import { largestShardFile } from '../lib/shardFile.js';
 
 const { values } = parseArgs({
   options: {
@@ -57,11 +58,7 @@ function copyDataDir(from: string): string {
 
 const dataDir = values.prepare ? values.data : copyDataDir(values.data);
 const control = await ControlPlane.open(dataDir);
-const shardFile = fs
-  .readdirSync(path.join(dataDir, 'shards'))
-  .filter((f) => f.endsWith('.sqlite'))
-  .map((f) => path.join(dataDir, 'shards', f))
-  .sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0]!;
+const shardFile = largestShardFile(dataDir);
 const shardIndex = Number(/shard-(\d+)\.sqlite$/.exec(shardFile)![1]);
 const side = openDatabase(shardFile);
 const { orgId, maxSeen } = side

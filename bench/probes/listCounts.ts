@@ -1,28 +1,14 @@
-/**
- * The asset list's first total_count at the size of a real data dir (the large bench dataset), in
- * process on a read-only connection: counted row by row (what a new filter set cost before
- * migration 012) against the kept count (master_live_counts less the rows outside their window),
- * for the filter sets the kept count answers. Prints one JSON document (milliseconds, medians of 5).
- *
- *   node dist/bench/probes/listCounts.js --data DIR
- */
-import fs from 'node:fs';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { keptListCount } from '../../src/masterdata/liveCounts.js';
 import { applyMasterFilters } from '../../src/masterdata/filters.js';
 import { orgQuery } from '../../src/masterdata/list.js';
 import { Shard } from '../../src/shards/shard.js';
 import { openDatabase } from '../../src/storage/sqlite.js';
+import { largestShardFile } from '../lib/shardFile.js';
 
 const { values } = parseArgs({ options: { data: { type: 'string' } } });
 if (values.data === undefined) throw new Error('--data DIR is required');
-const dir = path.join(values.data, 'shards');
-const file = fs
-  .readdirSync(dir)
-  .filter((f) => f.endsWith('.sqlite'))
-  .map((f) => path.join(dir, f))
-  .sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0]!;
+const file = largestShardFile(values.data);
 const shard = new Shard(0, openDatabase(file, { readonly: true }), undefined as never, undefined as never);
 const orgId = shard.reader.prepare('SELECT org_id FROM assets GROUP BY org_id ORDER BY count(*) DESC LIMIT 1').pluck().get() as number;
 const now = Date.now();

@@ -1,7 +1,7 @@
 /**
  * Webhook deliveries per second to a local receiver (issue 15, point 3), beside a ceiling measured in the same run:
  *
- *   node dist/bench/probes/webhooks.js [--events 20000] [--endpoints 1,4] [--out bench/results/webhooks.json]
+ *   node dist/bench/probes/webhooks.js [--events 20000] [--endpoints 1,4] [--out bench/results/webhooks.json] [--profile DIR]
  *
  * - trackd: a `trackd serve` child (production settings, one shard, one HTTP thread). For each endpoint
  *   count E: E webhooks on `asset.created` to a receiver on 127.0.0.1, paused; a bulk import of
@@ -14,68 +14,20 @@
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { Worker } from 'node:worker_threads';
 import { machine, ROOT } from '../lib/processes.js';
 import { startBenchNats, TrackdProcess } from '../lib/trackd.js';
+import { Receiver, receiverCeiling } from '../lib/webhookReceiver.js';
 
-const { values } = parseArgs({ options: { events: { type: 'string' }, endpoints: { type: 'string' }, out: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { events: { type: 'string' }, endpoints: { type: 'string' }, out: { type: 'string' }, profile: { type: 'string' } },
+});
 const EVENTS = Number(values.events ?? 20_000);
 const ENDPOINTS = (values.endpoints ?? '1,4').split(',').map(Number);
 const OUT = values.out ?? path.join(ROOT, 'bench', 'results', 'webhooks.json');
 const BIN = path.join(ROOT, 'bin', 'trackd.js');
-
-const RECEIVER = `
-const http = require('node:http');
-const { parentPort } = require('node:worker_threads');
-const seqs = new Map();
-let total = 0;
-const server = http.createServer((req, res) => {
-  const chunks = [];
-  req.on('data', (c) => chunks.push(c));
-  req.on('end', () => {
-    const body = Buffer.concat(chunks).toString('utf8');
-    const m = /"seq":(\\d+)/.exec(body);
-    let list = seqs.get(req.url);
-    if (list === undefined) seqs.set(req.url, (list = []));
-    if (m) list.push(Number(m[1]));
-    total++;
-    res.writeHead(204);
-    res.end();
-  });
-});
-server.keepAliveTimeout = 30000;
-server.listen(0, '127.0.0.1', () => parentPort.postMessage({ port: server.address().port }));
-parentPort.on('message', (m) => {
-  if (m === 'count') parentPort.postMessage({ total });
-  else if (m === 'reset') { seqs.clear(); total = 0; parentPort.postMessage({ total }); }
-  else if (m === 'seqs') parentPort.postMessage({ seqs: [...seqs] });
-});
-`;
-
-class Receiver {
-  private constructor(
-    private readonly worker: Worker,
-    readonly port: number,
-  ) {}
-  static async start(): Promise<Receiver> {
-    const worker = new Worker(RECEIVER, { eval: true });
-    const { port } = await new Promise<{ port: number }>((r) => worker.once('message', r));
-    return new Receiver(worker, port);
-  }
-  ask<T>(message: string): Promise<T> {
-    return new Promise<T>((r) => {
-      this.worker.once('message', r);
-      this.worker.postMessage(message);
-    });
-  }
-  stop(): Promise<number> {
-    return this.worker.terminate();
-  }
-}
 
 function cli(dataDir: string, args: string[]): any {
   const r = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, DATA_DIR: dataDir }, encoding: 'utf8' });
@@ -106,37 +58,6 @@ async function importAssets(base: string, token: string, round: number): Promise
   }
 }
 
-/** The receiver's own rate: `connections` loops, each one POST after another, `perConnection` each. */
-async function ceiling(port: number, connections: number, perConnection: number, body: string): Promise<number> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
-  const headers = {
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(body)),
-    'user-agent': 'trackd-webhooks',
-    'webhook-id': '01KAVXY0000000000000000000',
-    'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
-    'webhook-signature': `v1,${Buffer.alloc(32, 1).toString('base64')}`,
-  };
-  const one = (i: number) =>
-    new Promise<void>((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port, path: `/ceiling${i}`, method: 'POST', agent, headers }, (res) => {
-        res.resume();
-        res.on('end', () => resolve());
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: connections }, async (_, i) => {
-      for (let n = 0; n < perConnection; n++) await one(i);
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  agent.destroy();
-  return (connections * perConnection) / seconds;
-}
-
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'trackd-webhooks-bench-'));
 const receiver = await Receiver.start();
 try {
@@ -150,6 +71,8 @@ try {
     dataDir,
     natsUrl: nats.url,
     env: { SHARDS: '1', HTTP_THREADS: '1', WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' },
+    // --profile DIR: trackd's threads under --cpu-prof, one profile each.
+    nodeArgs: values.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${values.profile}`],
   });
   const runs: Record<string, unknown>[] = [];
   let sampleBody = '';
@@ -172,21 +95,12 @@ try {
       for (const hook of hooks)
         await call(trackd.url, token, 'PATCH', `/api/v1/webhooks/${hook.id}`, { status: 'active' }, 'application/merge-patch+json');
       const want = EVENTS * endpoints;
-      for (;;) {
-        const { total } = await receiver.ask<{ total: number }>('count');
-        if (total >= want) break;
-        if (performance.now() - started > 600_000) throw new Error(`only ${total} of ${want} deliveries in 10 minutes`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await receiver.waitFor(want, 600_000);
       const seconds = (performance.now() - started) / 1000;
-      const { seqs } = await receiver.ask<{ seqs: [string, number[]][] }>('seqs');
-      for (const [url, list] of seqs) {
-        const inOrder = list.every((s, i) => i === 0 || s === list[i - 1]! + 1);
-        if (list.length !== EVENTS || !inOrder) throw new Error(`${url}: ${list.length} deliveries, in order: ${inOrder}`);
-      }
+      await receiver.checkInOrder(EVENTS);
       const page = await call(trackd.url, token, 'GET', `/api/v1/events?after=0&limit=1`);
       sampleBody = JSON.stringify(page.data[0]);
-      const ceilingRate = await ceiling(receiver.port, endpoints, Math.min(EVENTS, 20_000), sampleBody);
+      const ceilingRate = await receiverCeiling(receiver.port, endpoints, Math.min(EVENTS, 20_000), sampleBody);
       const rate = want / seconds;
       runs.push({
         endpoints,

@@ -4,6 +4,7 @@ import { assetList } from './assetList.js';
 import { exportScenario, importScenario } from './bulk.js';
 import { createPatch } from './createPatch.js';
 import { drainReads } from './drainReads.js';
+import { eventsFanout, eventsSseLatency, eventsWsLatency } from './events.js';
 import { history } from './history.js';
 import { ingestField } from './ingestField.js';
 import { ingestRaw } from './ingestRaw.js';
@@ -14,6 +15,7 @@ import { report, reportByLocation, reportDeepOffset } from './report.js';
 import { reportFullScan } from './reportFullScan.js';
 import { treeAncestors } from './treeAncestors.js';
 import { treeDescendants } from './treeDescendants.js';
+import { webhooks1, webhooks4 } from './webhooks.js';
 
 /** Every scenario, in the order they run and print. */
 export const SCENARIOS: Scenario[] = [
@@ -34,6 +36,11 @@ export const SCENARIOS: Scenario[] = [
   drainReads,
   ingestRaw,
   mix,
+  eventsSseLatency,
+  eventsWsLatency,
+  eventsFanout,
+  webhooks1,
+  webhooks4,
   importScenario,
   exportScenario,
 ];

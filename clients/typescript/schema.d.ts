@@ -827,7 +827,7 @@ export interface components {
         ErrorEnvelope: {
             error: {
                 /** @enum {string} */
-                type: "validation_error" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "cursor_expired" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "missing_org_context" | "rate_limited" | "internal_error" | "service_unavailable";
+                type: "validation_error" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "cursor_expired" | "request_timeout" | "payload_too_large" | "upgrade_required" | "unsupported_media_type" | "missing_org_context" | "rate_limited" | "internal_error" | "service_unavailable";
                 title: string;
                 status: number;
                 detail: string;

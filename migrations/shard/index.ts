@@ -11,6 +11,7 @@ import * as reportOrderInMemory from './009_report_order_in_memory.js';
 import * as eventLog from './010_event_log.js';
 import * as bulkJobs from './011_bulk_jobs.js';
 import * as countsKept from './012_counts_kept.js';
+import * as qTextIndex from './013_q_text_index.js';
 import * as webhooks from './014_webhooks.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
@@ -27,5 +28,6 @@ export const shardMigrations: Migration[] = [
   eventLog,
   bulkJobs,
   countsKept,
+  qTextIndex,
   webhooks,
 ];

@@ -134,8 +134,9 @@ const createCommand = shardCommand(
       throwIfInvalid(errors);
       const key = claimExternalKey(shard, 'assets', orgId, body.external_key);
       const id = shard.nextId('asset');
-      insertAssetRow(shard, { id, orgId, key, body, validFrom, validTo });
+      // Tags first: the asset's insert then writes its q text index row once (migration 013).
       insertTags(shard, orgId, ASSET_TAGS, id, body.tags ?? [], now);
+      insertAssetRow(shard, { id, orgId, key, body, validFrom, validTo });
       const view = readWritten(shard, orgId, id);
       eventLogOf(shard).append(orgId, 'asset.created', { asset: view });
       return view;

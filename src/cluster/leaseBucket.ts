@@ -8,7 +8,7 @@ import {
   type JetStreamClient,
   type JetStreamManager,
 } from '@nats-io/jetstream';
-import { isApiError } from '../scans/streams.js';
+import { ADMIN_OPTIONS, isApiError, streamWithLeader } from '../scans/streams.js';
 
 /** The NATS KV bucket of shard leases and node heartbeats (docs/cluster.md, step 3). */
 export const LEASE_BUCKET = 'trackd_leases';
@@ -54,7 +54,7 @@ export class LeaseBucket {
   static async open(nc: NatsConnection, replicas: number, timeoutMs: number, bucket = LEASE_BUCKET): Promise<LeaseBucket> {
     const stream = `KV_${bucket}`;
     const prefix = `$KV.${bucket}.`;
-    const jsm = await jetstreamManager(nc);
+    const jsm = await jetstreamManager(nc, ADMIN_OPTIONS);
     try {
       await jsm.streams.info(stream);
     } catch (err) {
@@ -73,6 +73,8 @@ export class LeaseBucket {
         })
         .catch(async (added) => jsm.streams.info(stream).catch(() => Promise.reject(added)));
     }
+    // Created by this node or another a moment ago, it may have no leader yet: writes would be refused.
+    await streamWithLeader(jsm, stream);
     return new LeaseBucket(jetstream(nc), jsm, timeoutMs, bucket);
   }
 

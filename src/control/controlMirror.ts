@@ -3,6 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../log.js';
 import type { ControlKv, StoredOrg } from './controlKv.js';
 import type { ApiKeyRow, ControlPlane } from './controlPlane.js';
+import { ADMIN_OPTIONS } from '../scans/streams.js';
 
 export interface ControlMirror {
   stop(): Promise<void>;
@@ -22,7 +23,7 @@ export async function startControlMirror(
   control: ControlPlane,
   logger: Logger | undefined,
 ): Promise<ControlMirror> {
-  const jsm = await jetstreamManager(nc);
+  const jsm = await jetstreamManager(nc, ADMIN_OPTIONS);
   const { state } = await jsm.streams.info(kv.stream);
   const consumer = await jetstream(nc).consumers.get(kv.stream, { deliver_policy: DeliverPolicy.LastPerSubject });
   const messages: ConsumerMessages = await consumer.consume();

@@ -1,7 +1,8 @@
 /**
  * The error types of the interface, plus additive types (new error types are additive within v1): `payload_too_large` (body
- * limit), `request_timeout` (body not received in time), `service_unavailable` (shutting down) and
- * `cursor_expired` (an event cursor older than the log's retention).
+ * limit), `request_timeout` (body not received in time), `service_unavailable` (shutting down),
+ * `cursor_expired` (an event cursor older than the log's retention) and `upgrade_required` (a plain
+ * request on the events WebSocket's path).
  */
 export const ERROR_TYPES = {
   validation_error: { status: 400, title: 'Validation failed' },
@@ -14,6 +15,7 @@ export const ERROR_TYPES = {
   cursor_expired: { status: 410, title: 'Cursor expired' },
   request_timeout: { status: 408, title: 'Request timeout' },
   payload_too_large: { status: 413, title: 'Payload too large' },
+  upgrade_required: { status: 426, title: 'Upgrade required' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   missing_org_context: { status: 422, title: 'Missing org context' },
   rate_limited: { status: 429, title: 'Rate limited' },

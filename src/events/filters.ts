@@ -1,4 +1,4 @@
-import { readStatements } from '../locations/store.js';
+import { type LocationStatements, MAX_DEPTH, readStatements } from '../locations/store.js';
 import type { TableStamp } from '../shards/generations.js';
 import type { Shard } from '../shards/shard.js';
 
@@ -13,8 +13,8 @@ export interface EventFilterSpec {
   locationId?: number;
 }
 
-/** The ids of a location and of every live location below it, as the tree stands now. */
-export type SubtreeOf = (locationId: number) => ReadonlySet<number>;
+/** Whether location `locationId` lies in the subtree of `root` (itself included). */
+export type InSubtree = (locationId: number, root: number) => boolean;
 
 /** The part of an event a filter looks at (an `events` row, or any event with its payload as JSON text). */
 export interface FilterableEvent {
@@ -32,17 +32,17 @@ interface Touches {
   owner_id?: number;
 }
 
-/** A filter compiled once: `matches(event)` per event; the subtree is asked of `subtreeOf` when needed. */
+/** A filter compiled once: `matches(event)` per event; the subtree is asked of `inSubtree` when needed. */
 export interface EventFilter {
   readonly spec: EventFilterSpec;
   matches(event: FilterableEvent): boolean;
 }
 
-export function compileFilter(spec: EventFilterSpec, subtreeOf: SubtreeOf): EventFilter {
+export function compileFilter(spec: EventFilterSpec, inSubtree: InSubtree): EventFilter {
   const types = spec.types === undefined || spec.types.length === 0 ? undefined : new Set(spec.types);
   const assets = spec.assetIds === undefined || spec.assetIds.length === 0 ? undefined : new Set(spec.assetIds);
-  const locationId = spec.locationId;
-  const everything = assets === undefined && locationId === undefined;
+  const root = spec.locationId;
+  const everything = assets === undefined && root === undefined;
   return {
     spec,
     matches(event) {
@@ -54,15 +54,14 @@ export function compileFilter(spec: EventFilterSpec, subtreeOf: SubtreeOf): Even
         const assetId = kind === 'asset' ? data.asset?.id : data.owner_type === 'asset' ? data.owner_id : undefined;
         if (assetId === undefined || !assets.has(assetId)) return false;
       }
-      if (locationId !== undefined) {
-        const subtree = subtreeOf(locationId);
+      if (root !== undefined) {
         const at =
           kind === 'asset'
             ? [data.from?.id, data.to?.id]
             : kind === 'location'
               ? [data.location?.id]
               : [data.owner_type === 'location' ? data.owner_id : undefined];
-        if (!at.some((id) => id !== undefined && subtree.has(id))) return false;
+        if (!at.some((id) => id !== undefined && inSubtree(id, root))) return false;
       }
       return true;
     },
@@ -70,12 +69,12 @@ export function compileFilter(spec: EventFilterSpec, subtreeOf: SubtreeOf): Even
 }
 
 /**
- * Subtrees read on a thread's read connection of the shard, each kept until the locations change
- * (the shard's generation counters say when).
+ * Streams: the live subtree (as the tree stands now) read on a thread's read connection of the shard,
+ * each kept until the locations change (the shard's generation counters say when).
  */
-export function shardSubtrees(shard: Shard, orgId: number): SubtreeOf {
+export function shardSubtrees(shard: Shard, orgId: number): InSubtree {
   const cached = new Map<number, { stamp: TableStamp; ids: ReadonlySet<number> }>();
-  return (root) => {
+  const subtreeOf = (root: number): ReadonlySet<number> => {
     const generations = shard.generations;
     const hit = cached.get(root);
     if (hit !== undefined && generations.tableCurrent('locations', hit.stamp)) return hit.ids;
@@ -85,4 +84,13 @@ export function shardSubtrees(shard: Shard, orgId: number): SubtreeOf {
     cached.set(root, { stamp, ids });
     return ids;
   };
+  return (locationId, root) => subtreeOf(root).has(locationId);
+}
+
+/**
+ * Webhooks: the location's parent chain, deleted locations included, by `statements` on a connection
+ * of the dispatcher's own (which has no generation counters to keep a subtree by).
+ */
+export function chainSubtrees(statements: LocationStatements, orgId: number): InSubtree {
+  return (locationId, root) => statements.isInChainOf.get({ org: orgId, node: locationId, ancestor: root, limit: MAX_DEPTH }) === 1;
 }

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { headers, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { JetStreamApiCodes, StorageType, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Backoff } from '../scans/backoff.js';
-import { connectNats, DUPLICATE_WINDOW_MS, isApiError } from '../scans/streams.js';
+import { ADMIN_OPTIONS, connectNats, DUPLICATE_WINDOW_MS, isApiError, streamWithLeader } from '../scans/streams.js';
 import { openDatabase, type Db } from '../storage/sqlite.js';
 import { shardFile } from '../shards/writer.js';
 import type { WebhookSettings } from '../webhooks/dispatcher.js';
@@ -22,6 +22,8 @@ export interface RelaySettings {
   retentionMs: number;
   /** How often the relay asks its shard to prune the log. */
   pruneEveryMs?: number;
+  /** Copies of EVENTS when the relay creates it (JOURNAL_REPLICAS). */
+  replicas?: number;
   /** The webhook dispatcher that runs beside the relay on the shard's thread (src/webhooks/dispatcher.ts); none: no deliveries. */
   webhooks?: WebhookSettings;
 }
@@ -85,8 +87,8 @@ export class EventRelay {
     const reader = openDatabase(shardFile(dataDir, index), { readonly: true });
     const nc = await connectNats(settings.natsUrl, `trackd-events-${index}`, { reconnect: true, noAsyncTraces: true });
     try {
-      const jsm = await jetstreamManager(nc);
-      await ensureEventsStream(jsm, settings.retentionMs);
+      const jsm = await jetstreamManager(nc, ADMIN_OPTIONS);
+      await ensureEventsStream(jsm, settings.retentionMs, settings.replicas ?? 1);
       const relay = new EventRelay(reader, store, nc, new AckedPublisher(nc), settings, prune, kill);
       await relay.recover(jsm);
       relay.pruneTimer = setInterval(() => void relay.pruneNow(), settings.pruneEveryMs ?? DEFAULT_PRUNE_EVERY_MS);
@@ -196,7 +198,7 @@ function parseKill(text: string | undefined): { when: 'before' | 'after'; type: 
 }
 
 /** Creates EVENTS (`events.>`) when missing: its messages kept as long as the log keeps events, re-publishes within the window dropped. */
-export async function ensureEventsStream(jsm: JetStreamManager, retentionMs: number): Promise<void> {
+export async function ensureEventsStream(jsm: JetStreamManager, retentionMs: number, replicas = 1): Promise<void> {
   try {
     await jsm.streams.info(EVENTS_STREAM);
     return;
@@ -208,6 +210,7 @@ export async function ensureEventsStream(jsm: JetStreamManager, retentionMs: num
       name: EVENTS_STREAM,
       subjects: ['events.>'],
       storage: StorageType.File,
+      num_replicas: replicas,
       max_age: nanos(retentionMs),
       duplicate_window: nanos(Math.min(DUPLICATE_WINDOW_MS, retentionMs)),
     });
@@ -215,4 +218,5 @@ export async function ensureEventsStream(jsm: JetStreamManager, retentionMs: num
     // Another shard's relay created it between our two calls.
     await jsm.streams.info(EVENTS_STREAM).catch(() => Promise.reject(err));
   }
+  await streamWithLeader(jsm, EVENTS_STREAM);
 }

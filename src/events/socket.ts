@@ -17,8 +17,25 @@ import { EVENT_TYPES } from './types.js';
 /** The path of the events WebSocket (docs/events-websocket.md has the protocol). */
 export const EVENTS_WS_PATH = '/api/v1/events/ws';
 
+/**
+ * A request on the socket's path that uWS did not upgrade (no Upgrade, or no valid Sec-WebSocket-Key):
+ * a GET is told to upgrade (426 with `Upgrade: websocket`, RFC 9110 15.5.22), another method is 405.
+ */
+export function notAnUpgrade(method: string): ApiError {
+  if (method === 'GET' || method === 'HEAD')
+    return new ApiError('upgrade_required', `${EVENTS_WS_PATH} is a WebSocket: send GET with Upgrade: websocket`, {
+      headers: { Upgrade: 'websocket' },
+    });
+  return new ApiError('method_not_allowed', `Method ${method} is not allowed; allowed methods: GET (a WebSocket upgrade)`, {
+    headers: { Allow: 'GET' },
+  });
+}
+
 /** Subscriptions one socket may hold at once. */
 export const MAX_SUBSCRIPTIONS = 16;
+
+/** An event is at most one request body's worth of data (1 MiB, the API's body limit) and its envelope. */
+const LARGEST_EVENT_BYTES = 1024 * 1024 + 64 * 1024;
 
 /** Close codes of the socket, by reason (documented; `cursor_expired` ends one subscription, not the socket). */
 export const CLOSE_CODES: Record<Exclude<CloseReason, 'cursor_expired'>, number> = {
@@ -93,8 +110,10 @@ export function eventSocket(deps: Deps): uWS.WebSocketBehavior<SocketState> {
     const state = ws.getUserData();
     const write = (text: string) => {
       if (state.closed) return true;
-      if (state.blocked) return false;
-      const ok = send(ws, text);
+      // Sent even while another subscription holds the socket blocked: the hub has moved this
+      // subscription's cursor past the event, so holding it back would skip it. Each subscription
+      // stops at its first false, so at most one event each goes beyond the mark (within maxBackpressure).
+      const ok = send(ws, text) && !state.blocked;
       if (!ok) state.blocked = true;
       return ok;
     };
@@ -102,6 +121,10 @@ export function eventSocket(deps: Deps): uWS.WebSocketBehavior<SocketState> {
       event: (row) => write(`{"op":"event","id":${JSON.stringify(id)},"event":${envelopeJson(row)}}`),
       // uWS pings the socket itself.
       keepAlive: () => !state.blocked,
+      cork: (writes) => {
+        if (state.closed) writes();
+        else ws.cork(writes);
+      },
       end: (reason, resumeAfter) => {
         if (state.closed) return;
         if (reason === 'cursor_expired') {
@@ -159,8 +182,9 @@ export function eventSocket(deps: Deps): uWS.WebSocketBehavior<SocketState> {
     maxPayloadLength: 16 * 1024,
     idleTimeout: 60,
     sendPingsAutomatically: true,
-    // Above the high-water mark: a send is never dropped (subscriptions stop at the mark and wait).
-    maxBackpressure: deps.highWaterBytes + 2 * 1024 * 1024,
+    // Above the high-water mark room for one event of each subscription (each stops at the mark and
+    // waits, after the event that crossed it): a send is never dropped.
+    maxBackpressure: deps.highWaterBytes + MAX_SUBSCRIPTIONS * LARGEST_EVENT_BYTES,
     upgrade: (res, req, context) => {
       const key = req.getHeader('sec-websocket-key');
       const protocol = req.getHeader('sec-websocket-protocol');

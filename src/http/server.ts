@@ -38,7 +38,7 @@ import type { ForwardedAnswer, ForwardedRequest } from '../cluster/rpcWire.js';
 import { answerOf, forwardedHeaders, replyOf, type ShardForwarding } from './forwarding.js';
 import { DEFAULT_HUB_OPTIONS, EventHub, type HubOptions } from '../events/hub.js';
 import { ticketPrincipal } from '../events/tickets.js';
-import { EVENTS_WS_PATH, eventSocket } from '../events/socket.js';
+import { EVENTS_WS_PATH, eventSocket, notAnUpgrade } from '../events/socket.js';
 
 /** The idle time announced to keep-alive clients, well inside uWS's own idle timeout (about 10 s). */
 const KEEP_ALIVE_HINT = 'timeout=5';
@@ -282,6 +282,7 @@ export class HttpServer {
     let principal: Principal | Promise<Principal> | undefined;
     let body: Promise<Buffer | undefined> | undefined;
     try {
+      if (path === EVENTS_WS_PATH) throw notAnUpgrade(method);
       ({ compiled, rawParams } = matchRoute(this.router, method, path));
       p.route = compiled.metricRoute;
       const upload = compiled.route.upload;
@@ -634,6 +635,10 @@ export class HttpServer {
           ok = res.write(text);
         });
         return ok;
+      },
+      cork: (writes) => {
+        if (!open || p.aborted) writes();
+        else res.cork(writes);
       },
       end: (text) => {
         if (!open || p.aborted) return;

@@ -5,7 +5,7 @@ import { freePort } from '../nats/embedded.js';
 import type { Logger } from '../log.js';
 import { Metrics, type MetricsSnapshot } from '../ops/metrics.js';
 import type { Readiness } from '../ops/readiness.js';
-import type { ShardActors } from '../shards/actors.js';
+import { NotServedHere, type ShardActors } from '../shards/actors.js';
 import { rateLimitBuffers } from './rateLimit.js';
 import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from './worker.js';
 import { threadFile } from '../runtime/threadFile.js';
@@ -124,7 +124,11 @@ export class HttpThreads {
       case 'link':
         this.actors.connect(message.index).then(
           ({ port, generations }) => this.post(thread, { type: 'link', request: message.request, port, generations }, [port]),
-          (err: Error) => this.onCrash(err),
+          (err: Error) =>
+            // Not served here (cluster mode: not this node's shard): that request answers 503; anything else is a crash.
+            err instanceof NotServedHere
+              ? this.post(thread, { type: 'link refused', request: message.request, detail: err.message })
+              : this.onCrash(err),
         );
         break;
       case 'scrape':

@@ -13,6 +13,7 @@ import { Metrics, type MetricsSnapshot } from '../ops/metrics.js';
 import { collectLoopAndGc, collectProcessMetrics } from '../ops/processMetrics.js';
 import { Readiness } from '../ops/readiness.js';
 import type { Services } from '../services.js';
+import { unavailable } from '../errors/domain.js';
 import { ShardGenerations } from '../shards/generations.js';
 import { PortMailbox } from '../shards/mailbox.js';
 import { ShardRegistry } from '../shards/registry.js';
@@ -37,6 +38,7 @@ export interface HttpWorkerData {
 export type ToHttpWorker =
   | { type: 'listen'; port: number }
   | { type: 'link'; request: number; port: MessagePort; generations: SharedArrayBuffer }
+  | { type: 'link refused'; request: number; detail: string }
   | { type: 'scraped'; request: number; text: string }
   | { type: 'snapshot'; request: number }
   | { type: 'stop' };
@@ -72,7 +74,7 @@ function ask(message: FromHttpWorker & { request: number }): Promise<ToHttpWorke
 /** Commands of the main thread, handled once the server is built. */
 let command: ((message: ToHttpWorker) => void) | undefined;
 parent.on('message', (message: ToHttpWorker) => {
-  if (message.type === 'link' || message.type === 'scraped') {
+  if (message.type === 'link' || message.type === 'link refused' || message.type === 'scraped') {
     const resolve = waiting.get(message.request);
     waiting.delete(message.request);
     resolve?.(message);
@@ -83,10 +85,11 @@ try {
   const control = await ControlPlane.open(config.DATA_DIR);
   const signingKey = await loadSigningKey(config.DATA_DIR);
   const authenticator = new Authenticator(control, signingKey, config.TRACKD_ENV, logger);
-  const shards = new ShardRegistry(config.DATA_DIR, control, async (index) => {
+  const shards = new ShardRegistry(config.DATA_DIR, control, async (index, onGone) => {
     const answer = await ask({ type: 'link', request: nextRequest++, index });
+    if (answer.type === 'link refused') throw unavailable(answer.detail, 1);
     if (answer.type !== 'link') throw new Error('unexpected answer to a shard link request');
-    return { mailbox: new PortMailbox(answer.port), generations: new ShardGenerations(answer.generations) };
+    return { mailbox: new PortMailbox(answer.port, undefined, onGone), generations: new ShardGenerations(answer.generations) };
   });
   const ownership = data.ownership === undefined ? undefined : new OwnershipTable(data.ownership);
   await shards.openAll(config.SHARDS, ownership === undefined ? undefined : (index) => ownership.isLocal(index));

@@ -89,8 +89,9 @@ const createCommand = shardCommand(
       throwIfInvalid(errors);
       const key = claimExternalKey(shard, 'locations', orgId, body.external_key as string | undefined);
       const id = shard.nextId('location');
-      insertLocationRow(shard, { id, orgId, key, body, parentId: parent.change ? parent.parentId : null, validFrom, validTo });
+      // Tags first: the location's insert then writes its q text index row once (migration 013).
       insertTags(shard, orgId, LOCATION_TAGS, id, (body.tags as TagRequestBody[] | undefined) ?? [], now);
+      insertLocationRow(shard, { id, orgId, key, body, parentId: parent.change ? parent.parentId : null, validFrom, validTo });
       const view = written(stmts, orgId, id);
       eventLogOf(shard).append(orgId, 'location.created', { location: view });
       return view;

@@ -3,12 +3,13 @@ import { pagingParams, type QuerySpec, type SortTerm } from '../http/query.js';
 import type { Shard } from '../shards/shard.js';
 import { keptListCount } from './liveCounts.js';
 import { TableMemo } from './tableMemo.js';
+import { textIndexQuery, textIndexTable } from './textIndex.js';
 import { applyLiveness, likePattern, runList, type Page, type SortColumns } from './list.js';
 import type { KeyedTable } from './keys.js';
 import { tagsJsonColumn, type TagOwner } from './tags.js';
 import { masterColumns, type MasterRow } from './view.js';
 import { shardState } from '../shards/state.js';
-import type { Db } from '../storage/sqlite.js';
+import { sqlBuilder, type Db } from '../storage/sqlite.js';
 
 /** The list parameters shared by GET /assets and GET /locations. */
 export function masterListParams(sortFields: readonly string[], defaultSort: string): QuerySpec {
@@ -58,11 +59,14 @@ export const registerLowerFunction = shardState((shard: Shard): true => {
 });
 
 /**
- * How `q` tests tag values. `set`: one uncorrelated set of matching owners, built by scanning every
- * live tag of the org: the cheaper way to test most rows (a count, or a page of a rare match).
- * `exists`: a tag lookup per candidate row: the cheaper way when the page is found after a short walk.
+ * How `q` finds its rows. `set`: every row tested, tag values through one uncorrelated set of
+ * matching owners, built by scanning every live tag of the org. `exists`: a tag lookup per row
+ * tested: the cheaper way when the page is found after a short walk. `text`: the rows the text
+ * index (textIndex.ts) gives, as they are for an ASCII q, each tested (with a tag lookup) for
+ * another q: a count, or a page of a rare match, costs the matches instead of every row; a q the
+ * index cannot answer (under 3 code points) falls back to `set`.
  */
-export type TagMatch = 'set' | 'exists';
+export type TagMatch = 'set' | 'exists' | 'text';
 
 /**
  * Applies the shared list filters to a query over `alias`: the liveness rule (temporal always,
@@ -83,13 +87,23 @@ export function applyMasterFilters(
   if (typeof query.is_active === 'boolean') q.where(`${alias}.is_active`, query.is_active ? 1 : 0);
   if (typeof query.q === 'string') {
     const match = substringMatch(query.q);
+    const indexed = tagMatch === 'text' ? textIndexQuery(query.q) : undefined;
+    if (indexed !== undefined) {
+      const table = tagColumn === 'asset_id' ? 'assets' : 'locations';
+      // CROSS JOIN keeps the candidates outside: given org_id = ?, the planner would rather walk the org and probe them.
+      q.from(
+        sqlBuilder.raw(`${textIndexTable(table)}(?) AS tm CROSS JOIN ${table} AS ${alias} ON ${alias}.id = tm.rowid`, [indexed.match]),
+      );
+      if (indexed.exact) return q;
+    }
+    const tagsPerRow = tagMatch === 'exists' || indexed !== undefined;
     q.where((w) =>
       w
         .whereRaw(match.sql(`${alias}.name`), [match.value])
         .orWhereRaw(match.sql(`${alias}.external_key`), [match.value])
         .orWhereRaw(match.sql(`${alias}.description`), [match.value])
         .orWhereRaw(
-          tagMatch === 'set'
+          !tagsPerRow
             ? `${alias}.id IN (SELECT tq.${tagColumn} FROM tags tq WHERE tq.org_id = ? AND tq.deleted_at IS NULL AND ${match.sql('tq.value')})`
             : `EXISTS (SELECT 1 FROM tags tq WHERE tq.${tagColumn} = ${alias}.id AND +tq.org_id = ? AND tq.deleted_at IS NULL AND ${match.sql('tq.value')})`,
           [orgId, match.value],
@@ -131,7 +145,7 @@ export function masterPage<Row extends MasterRow, View>(
   // (offset + limit) / total of the rows. Under an eighth, a tag lookup per walked row beats a scan of every tag.
   const walks = (sort as SortTerm[]).every((term) => options.indexedSorts.includes(term.field));
   const shortWalk = (total: number) => typeof query.q === 'string' && walks && total > 8 * ((offset as number) + (limit as number));
-  const base = build('set');
+  const base = build('text');
   const { rows: page, total } = runList<{ id: number }>(shard.readerStatements, base, {
     sort: sort as SortTerm[],
     columns: options.columns,

@@ -56,6 +56,10 @@ export interface NatsServerProcess {
   port: number;
   mqttPort: number | undefined;
   storeDir: string;
+  /** The server's process id (probes read its CPU time). */
+  pid: number;
+  /** Sends the server a signal (tests: kill -9 a cluster member). */
+  kill(signal: NodeJS.Signals): void;
   stop(): Promise<void>;
 }
 
@@ -65,6 +69,8 @@ export interface NatsServerOptions {
   /** Also open the MQTT listener (JetStream-backed; needs server_name) on this port (0: a free one). */
   mqttPort?: number;
   serverName?: string;
+  /** More lines of configuration (tests: a `cluster {}` block). */
+  extraConfig?: string[];
 }
 
 /** Starts `nats-server -js` on loopback with a file store; used for the embedded server and by tests. */
@@ -81,6 +87,7 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
     'max_payload: 8388608',
   ];
   if (mqttPort !== undefined) lines.push(`mqtt { listen: "127.0.0.1:${mqttPort}" }`);
+  lines.push(...(options.extraConfig ?? []));
   const configFile = path.join(options.storeDir, 'nats-server.conf');
   fs.writeFileSync(configFile, `${lines.join('\n')}\n`);
   const child = spawn(binary, ['-c', configFile], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -101,6 +108,10 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
     port,
     mqttPort,
     storeDir: options.storeDir,
+    pid: child.pid ?? 0,
+    kill(signal) {
+      child.kill(signal);
+    },
     async stop() {
       if (child.exitCode !== null) return;
       child.kill('SIGTERM');

@@ -21,7 +21,7 @@ import type { SourcedScan } from './canonical.js';
 import type { DeadLetter } from './decode.js';
 import { scansSource, type MessageRoute, type MetricLabels, type ScanSource } from './source.js';
 import { sourcedItems } from './sources.js';
-import { connectNats, ensureStream, isApiError, SCANS_DEAD_STREAM } from './streams.js';
+import { ADMIN_OPTIONS, connectNats, ensureStream, isApiError, SCANS_DEAD_STREAM } from './streams.js';
 
 export interface ScanIngest {
   stop(): Promise<void>;
@@ -100,6 +100,8 @@ class ScanConsumer implements ScanIngest {
   private readonly eventIdRetentionMs: number;
   /** Connected and consuming (readiness). */
   ready = false;
+  /** The durable consumer's name: the source's, or per shard (`trackd-scans-s3`) in cluster mode. */
+  private readonly durable: string;
 
   constructor(
     private readonly services: Services,
@@ -108,7 +110,10 @@ class ScanConsumer implements ScanIngest {
     private readonly jsm: JetStreamManager,
     private readonly options: IngestOptions,
     private readonly onReadiness: () => void,
+    /** Cluster mode: this consumer applies only this shard's messages (and acks the others untouched). */
+    private readonly only?: ShardFilter,
   ) {
+    this.durable = only === undefined ? source.durable : `${source.durable}-s${only.index}`;
     this.historyGapMs = services.config.HISTORY_GAP_SECONDS * 1000;
     this.eventIdRetentionMs = services.config.EVENT_ID_RETENTION_SECONDS * 1000;
     const { metrics } = services;
@@ -160,7 +165,7 @@ class ScanConsumer implements ScanIngest {
     while (!this.stopping) {
       try {
         await this.prepareConsumer();
-        const consumer = await this.js.consumers.get(this.source.stream, this.source.durable);
+        const consumer = await this.js.consumers.get(this.source.stream, this.durable);
         this.sessionBroken = false;
         this.lastDelivery = undefined;
         this.messages = await consumer.consume({ max_messages: this.options.maxMessages });
@@ -179,22 +184,24 @@ class ScanConsumer implements ScanIngest {
 
   /** Ensures the streams and the durable consumer; re-creates it at its ack floor when it holds unacked deliveries. */
   private async prepareConsumer(): Promise<void> {
-    const stream = await ensureStream(this.jsm, this.source.stream, this.source.subjects);
-    await ensureStream(this.jsm, SCANS_DEAD_STREAM, 'scans_dead.>');
+    // In a cluster the inputs need the journal's copies: a lost server must not lose acknowledged scans.
+    const replicas = this.services.config.JOURNAL_REPLICAS;
+    const stream = await ensureStream(this.jsm, this.source.stream, this.source.subjects, replicas);
+    await ensureStream(this.jsm, SCANS_DEAD_STREAM, 'scans_dead.>', replicas);
     this.streamCreated = stream.created;
     this.lanes.unbindAll();
     let info: ConsumerInfo | undefined;
     try {
-      info = await this.jsm.consumers.info(this.source.stream, this.source.durable);
+      info = await this.jsm.consumers.info(this.source.stream, this.durable);
     } catch (err) {
       if (!isApiError(err, JetStreamApiCodes.ConsumerNotFound)) throw err;
     }
     if (info !== undefined) this.setPending(info.num_pending);
     if (info !== undefined && info.num_ack_pending === 0) return;
     const start = info === undefined ? 1 : info.ack_floor.stream_seq + 1;
-    if (info !== undefined) await this.jsm.consumers.delete(this.source.stream, this.source.durable);
+    if (info !== undefined) await this.jsm.consumers.delete(this.source.stream, this.durable);
     await this.jsm.consumers.add(this.source.stream, {
-      durable_name: this.source.durable,
+      durable_name: this.durable,
       ack_policy: AckPolicy.Explicit,
       ack_wait: nanos(ACK_WAIT_MS),
       max_ack_pending: MAX_ACK_PENDING,
@@ -236,11 +243,17 @@ class ScanConsumer implements ScanIngest {
     if (this.inHand.has(seq)) return;
     this.inHand.add(seq);
     const { route, labels, labelKey } = this.routeOf(msg.subject);
+    const shardIndex = 'dead' in route ? undefined : this.services.shards.shardIndexOf(route.orgId);
+    if (this.only !== undefined && !this.mine(route, shardIndex)) {
+      // Another shard's message: its own consumer (on its owner) applies it; this one has nothing to do with it.
+      msg.ack();
+      this.inHand.delete(seq);
+      return;
+    }
     if ('dead' in route) {
       this.deadLetter(msg, route.orgToken, route.dead, labels);
       return;
     }
-    const shardIndex = this.services.shards.shardIndexOf(route.orgId);
     if (shardIndex === undefined) {
       this.deadLetter(msg, route.orgToken, { reason: 'unknown_org', detail: `organization ${route.orgId} does not exist` }, labels);
       return;
@@ -262,6 +275,17 @@ class ScanConsumer implements ScanIngest {
     let reads = 0;
     for (const s of decoded.scans) reads += s.reads.length;
     this.lanes.enqueue(shardIndex, { msg, orgToken: route.orgToken, items, labels, labelKey, scans: items.length, reads, at });
+  }
+
+  /**
+   * Whether a message is this shard's to apply or dead-letter (cluster mode): its org's shard; an
+   * unknown org's would-be shard (orgs are numbered onto shards, `(id - 1) % SHARDS`); shard 0 for
+   * a subject that names no org. So each message is settled by exactly one shard's consumer.
+   */
+  private mine(route: MessageRoute, shardIndex: number | undefined): boolean {
+    const only = this.only!;
+    if ('dead' in route) return only.index === 0;
+    return (shardIndex ?? (route.orgId - 1) % only.count) === only.index;
   }
 
   /** One batch on its shard, timed. */
@@ -382,27 +406,40 @@ class ScanConsumer implements ScanIngest {
  */
 export async function startScanIngest(
   services: Services,
-  natsUrl: string,
+  natsUrl: string | NatsConnection,
   sources: ScanSource[] = [scansSource],
-  options: Partial<IngestOptions> = {},
+  options: Partial<IngestOptions> & ShardIngestOptions = {},
 ): Promise<ScanIngest> {
-  const nc = await connectNats(natsUrl, 'trackd-ingest', { reconnect: true });
-  const jsm = await jetstreamManager(nc);
+  const own = typeof natsUrl === 'string';
+  const nc = own ? await connectNats(natsUrl, 'trackd-ingest', { reconnect: true }) : natsUrl;
+  const jsm = await jetstreamManager(nc, ADMIN_OPTIONS);
   const js = jetstream(nc);
   const consumers: ScanConsumer[] = [];
-  const onReadiness = () => {
-    services.readiness.consumer = consumers.length === sources.length && consumers.every((c) => c.ready);
-  };
+  const setReady = options.onReadiness ?? ((ready: boolean) => (services.readiness.consumer = ready));
+  const onReadiness = () => setReady(consumers.length === sources.length && consumers.every((c) => c.ready));
   for (const source of sources)
-    consumers.push(new ScanConsumer(services, source, js, jsm, { ...DEFAULT_OPTIONS, ...options }, onReadiness));
+    consumers.push(new ScanConsumer(services, source, js, jsm, { ...DEFAULT_OPTIONS, ...options }, onReadiness, options.shard));
   void watchStatus(nc, consumers);
   return {
     async stop() {
       await Promise.all(consumers.map((c) => c.stop()));
       // A broker that is away cannot be drained; nothing is in hand once the consumers stopped.
-      await nc.drain().catch(() => nc.close());
+      if (own) await nc.drain().catch(() => nc.close());
     },
   };
+}
+
+/** One shard's messages only (cluster mode): `index` of the cluster's `count` shards. */
+export interface ShardFilter {
+  index: number;
+  count: number;
+}
+
+export interface ShardIngestOptions {
+  /** Consume for this shard only, with a durable consumer of its own (cluster mode). */
+  shard?: ShardFilter;
+  /** Told whether every consumer is connected and consuming (default: the process's readiness flag). */
+  onReadiness?: (ready: boolean) => void;
 }
 
 async function watchStatus(nc: NatsConnection, consumers: ScanConsumer[]): Promise<void> {

@@ -4,7 +4,7 @@ import { headers } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { ulid } from 'ulid';
 import { CliError, intFlag, requireFlag, type Command, type CommandContext } from '../cli/common.js';
-import { connectNats, ensureScanStreams, SCANS_STREAM } from './streams.js';
+import { ADMIN_OPTIONS, connectNats, ensureScanStreams, SCANS_STREAM } from './streams.js';
 
 /** NATS_URL, else the URL the running server wrote to DATA_DIR/nats.url for its embedded nats-server. */
 export function natsUrlFor(ctx: CommandContext): string {
@@ -50,7 +50,7 @@ export const scansPublish: Command = {
     };
     const nc = await connectNats(natsUrlFor(ctx), 'trackd-cli', { reconnect: false });
     try {
-      await ensureScanStreams(await jetstreamManager(nc));
+      await ensureScanStreams(await jetstreamManager(nc, ADMIN_OPTIONS), ctx.config.JOURNAL_REPLICAS);
       const h = headers();
       h.set('Nats-Msg-Id', eventId);
       const ack = await jetstream(nc).publish(`scans.${orgId}.${source}`, JSON.stringify(body), { headers: h });

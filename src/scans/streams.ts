@@ -10,15 +10,22 @@ export function isApiError(err: unknown, code: number): boolean {
   return err instanceof JetStreamApiError && err.code === code;
 }
 
+/**
+ * Options of the JetStream clients that create and inspect streams and buckets: an R3 stream's
+ * creation on nats-server 2.9 can outlast the client's default 5 s (seen when three nodes start).
+ */
+export const ADMIN_OPTIONS = { timeout: 30_000 };
+
 /** Creates a file-storage stream when missing (with `replicas` copies); never deletes or rewrites it. */
 export async function ensureStream(jsm: JetStreamManager, name: string, subject: string, replicas = 1): Promise<StreamInfo> {
   try {
-    return await jsm.streams.info(name);
+    const info = await jsm.streams.info(name);
+    return info.cluster === undefined || info.cluster.leader ? info : await streamWithLeader(jsm, name);
   } catch (err) {
     if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
   }
   try {
-    return await jsm.streams.add({
+    await jsm.streams.add({
       name,
       subjects: [subject],
       storage: StorageType.File,
@@ -27,14 +34,45 @@ export async function ensureStream(jsm: JetStreamManager, name: string, subject:
     });
   } catch (err) {
     // Another process created it between our two calls.
-    return jsm.streams.info(name).catch(() => Promise.reject(err));
+    await jsm.streams.info(name).catch(() => Promise.reject(err));
+  }
+  return streamWithLeader(jsm, name);
+}
+
+/**
+ * The stream's info once it has a leader. A replicated stream just created on nats-server 2.9 has
+ * none for a moment, and a publish to it meanwhile is refused ("jetstream is not enabled", the
+ * server's 503), which would fail a starting node's first write.
+ */
+export async function streamWithLeader(jsm: JetStreamManager, name: string, timeoutMs = ADMIN_OPTIONS.timeout): Promise<StreamInfo> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const info = await jsm.streams.info(name);
+    if (info.cluster === undefined || info.cluster.leader || Date.now() > deadline) return info;
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
-/** Creates SCANS (`scans.>`) and SCANS_DEAD (`scans_dead.>`) when missing; never deletes or rewrites them. */
-export async function ensureScanStreams(jsm: JetStreamManager): Promise<{ scans: StreamInfo; dead: StreamInfo }> {
-  const scans = await ensureStream(jsm, SCANS_STREAM, 'scans.>');
-  const dead = await ensureStream(jsm, SCANS_DEAD_STREAM, 'scans_dead.>');
+/**
+ * Runs `op` again (up to `attempts` times in all) when it fails with a NATS timeout. On nats-server
+ * before 2.12 an ephemeral consumer of a replicated stream (an ordered read, the object store's
+ * reader) may be placed on a server that is down, and its creation then times out; another
+ * attempt is placed anew (nats-io/nats-server#7165).
+ */
+export async function retryOnTimeout<T>(op: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await op();
+    } catch (err) {
+      if (attempt >= attempts || (err as Error).name !== 'TimeoutError') throw err;
+    }
+  }
+}
+
+/** Creates SCANS (`scans.>`) and SCANS_DEAD (`scans_dead.>`) when missing, with `replicas` copies; never deletes or rewrites them. */
+export async function ensureScanStreams(jsm: JetStreamManager, replicas = 1): Promise<{ scans: StreamInfo; dead: StreamInfo }> {
+  const scans = await ensureStream(jsm, SCANS_STREAM, 'scans.>', replicas);
+  const dead = await ensureStream(jsm, SCANS_DEAD_STREAM, 'scans_dead.>', replicas);
   return { scans, dead };
 }
 

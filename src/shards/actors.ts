@@ -21,6 +21,11 @@ export interface ActorPort {
   generations: SharedArrayBuffer;
 }
 
+/** A shard this process does not serve now (cluster mode: another node owns it, or it is starting or stopping here). */
+export class NotServedHere extends Error {
+  override name = 'NotServedHere';
+}
+
 /**
  * The process's shard actors, each on its own worker thread (started on first use). Any thread may
  * be connected to an actor: it gets a MessagePort of its own (its mailbox) and the actor's shared
@@ -30,6 +35,8 @@ export class ShardActors {
   private readonly actors = new Map<number, Promise<Actor>>();
   private readonly started = new Map<number, Worker>();
   private relaySettings: RelaySettings | undefined;
+  /** Cluster mode: the shards this node may run (its leases); undefined: every shard (one node). */
+  private admitted: Set<number> | undefined;
 
   constructor(
     private readonly dataDir: string,
@@ -91,8 +98,43 @@ export class ShardActors {
     return [...this.started].map(([index, worker]) => [`shard-${index}`, worker]);
   }
 
+  /** From now on only shards admitted by `admit` start or connect (cluster mode); the others are NotServedHere. */
+  admitOnly(): void {
+    this.admitted ??= new Set();
+  }
+
+  /** Lets shard `index` start and connect (its lease is held). */
+  admit(index: number): void {
+    this.admitted?.add(index);
+  }
+
+  /** The shards admitted now, ascending (cluster mode; every started one otherwise). */
+  admittedShards(): number[] {
+    return [...(this.admitted ?? this.started.keys())].sort((a, b) => a - b);
+  }
+
+  /**
+   * Stops shard `index`'s actor (its lease is gone): no thread connects to it any more, the
+   * commands already in its mailboxes run (a journaled actor that lost its shard has them refused
+   * by the journal), then the worker ends, which closes every thread's port to it.
+   */
+  async close(index: number): Promise<void> {
+    this.admitted?.delete(index);
+    const actor = this.actors.get(index);
+    if (actor === undefined) return;
+    this.actors.delete(index);
+    this.started.delete(index);
+    const settled = await actor.then(
+      (a) => a,
+      () => undefined,
+    );
+    if (settled !== undefined) await closeWorker(settled.worker);
+  }
+
   /** A new mailbox port to shard `index`'s actor (started if needed). */
   async connect(index: number): Promise<ActorPort> {
+    if (this.admitted !== undefined && !this.admitted.has(index))
+      throw new NotServedHere(`Shard ${index} is not served by this node now; retry shortly`);
     const actor = await this.start(index);
     const channel = new MessageChannel();
     actor.worker.postMessage({ type: 'connect', port: channel.port1 } satisfies ToShardWorker, [channel.port1]);
@@ -101,29 +143,28 @@ export class ShardActors {
 
   /** The link for a registry on this thread; its commands carry `clock`'s readings. */
   link(clock?: Clock): ActorLink {
-    return async (index) => {
+    return async (index, onGone) => {
       const { port, generations } = await this.connect(index);
-      return { mailbox: new PortMailbox(port, clock), generations: new ShardGenerations(generations) };
+      return { mailbox: new PortMailbox(port, clock, onGone), generations: new ShardGenerations(generations) };
     };
   }
 
   /** Closes every actor after the commands already in its mailboxes (callers stop sending first). */
   async closeAll(): Promise<void> {
     const actors = await Promise.allSettled(this.actors.values());
-    await Promise.all(
-      actors.map(async (settled) => {
-        if (settled.status !== 'fulfilled') return;
-        const { worker } = settled.value;
-        const closed = new Promise<void>((resolve) => {
-          worker.on('message', (message: FromShardWorker) => message.type === 'closed' && resolve());
-          worker.once('exit', () => resolve());
-        });
-        worker.postMessage({ type: 'close' } satisfies ToShardWorker);
-        await closed;
-        await worker.terminate();
-      }),
-    );
+    await Promise.all(actors.map((settled) => (settled.status === 'fulfilled' ? closeWorker(settled.value.worker) : undefined)));
     this.actors.clear();
     this.started.clear();
   }
+}
+
+/** Asks an actor's worker to close (after the commands in its mailboxes), then ends it. */
+async function closeWorker(worker: Worker): Promise<void> {
+  const closed = new Promise<void>((resolve) => {
+    worker.on('message', (message: FromShardWorker) => message.type === 'closed' && resolve());
+    worker.once('exit', () => resolve());
+  });
+  worker.postMessage({ type: 'close' } satisfies ToShardWorker);
+  await closed;
+  await worker.terminate();
 }

@@ -8,7 +8,7 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
-import { connectNats, ensureStream, isApiError } from '../scans/streams.js';
+import { ADMIN_OPTIONS, connectNats, ensureStream, isApiError, retryOnTimeout } from '../scans/streams.js';
 import { JOURNAL_STREAM, journalSubject, type StreamInputs, type StreamMessage } from './journalEntry.js';
 
 export interface JournalSettings {
@@ -57,7 +57,7 @@ export class ShardJournal implements StreamInputs {
   static async open(settings: JournalSettings, index: number): Promise<ShardJournal> {
     const nc = await connectNats(settings.natsUrl, `trackd-journal-${index}`, { reconnect: true, noAsyncTraces: true });
     try {
-      const jsm = await jetstreamManager(nc);
+      const jsm = await jetstreamManager(nc, ADMIN_OPTIONS);
       const stream = await ensureStream(jsm, JOURNAL_STREAM, 'journal.*', settings.replicas);
       return new ShardJournal(index, nc, jetstream(nc), jsm, stream.created);
     } catch (err) {
@@ -153,12 +153,14 @@ export async function* readStream(
   const from = subject === undefined ? first : Math.max(first, state.first_seq);
   if (from < state.first_seq || last > state.last_seq)
     throw new Error(`${stream} holds ${state.first_seq}..${state.last_seq}; ${first}..${last} is wanted`);
-  const consumer = await js.consumers.get(stream, {
-    deliver_policy: DeliverPolicy.StartSequence,
-    opt_start_seq: from,
-    ...(subject === undefined ? {} : { filter_subjects: subject }),
+  const messages = await retryOnTimeout(async () => {
+    const consumer = await js.consumers.get(stream, {
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: from,
+      ...(subject === undefined ? {} : { filter_subjects: subject }),
+    });
+    return consumer.consume({ max_messages: 1000 });
   });
-  const messages = await consumer.consume({ max_messages: 1000 });
   try {
     for await (const msg of messages) {
       yield msg;

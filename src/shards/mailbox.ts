@@ -77,10 +77,14 @@ interface Waiting {
 export class PortMailbox implements Mailbox {
   private readonly waiting = new Map<number, Waiting>();
   private nextId = 1;
+  /** Why commands are refused now that the port is closed (this side, or the actor's: closed, or moved to another node). */
+  private closed: { detail: string; retryAfterSeconds?: number } | undefined;
 
   constructor(
     private readonly port: MessagePort,
     private readonly clock: Clock = systemClock,
+    /** Called once when the actor's side closes the port (the actor stopped: its shard left this node). */
+    onClosed?: () => void,
   ) {
     port.on('message', (answer: CommandAnswer) => {
       const w = this.waiting.get(answer.id);
@@ -89,10 +93,16 @@ export class PortMailbox implements Mailbox {
       if (answer.error !== undefined) w.reject(decodeError(answer.error));
       else w.resolve(answer.value);
     });
+    port.on('close', () => {
+      if (this.closed !== undefined) return;
+      this.refuseAll('The shard is not served by this node now; nothing was changed', 1);
+      onClosed?.();
+    });
     port.unref();
   }
 
   send<A, R>(command: ShardCommand<A, R>, args: A, options: SendOptions = {}): Promise<R> {
+    if (this.closed !== undefined) return Promise.reject(unavailable(this.closed.detail, this.closed.retryAfterSeconds));
     const message = commandMessage(this.nextId++, command, args, this.clock, options);
     return new Promise<R>((resolve, reject) => {
       this.waiting.set(message.id, { resolve: resolve as (value: unknown) => void, reject });
@@ -100,9 +110,14 @@ export class PortMailbox implements Mailbox {
     });
   }
 
-  async close(): Promise<void> {
-    for (const w of this.waiting.values()) w.reject(unavailable('The shard is shutting down'));
+  private refuseAll(detail: string, retryAfterSeconds?: number): void {
+    this.closed = { detail, retryAfterSeconds };
+    for (const w of this.waiting.values()) w.reject(unavailable(detail, retryAfterSeconds));
     this.waiting.clear();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed === undefined) this.refuseAll('The shard is shutting down');
     this.port.close();
   }
 }

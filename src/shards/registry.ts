@@ -5,8 +5,14 @@ import { LocalMailbox, type Mailbox } from './mailbox.js';
 import { Shard } from './shard.js';
 import { ShardWriter } from './writer.js';
 
-/** How a thread reaches the actor of shard `index`: its mailbox and its generation counters. */
-export type ActorLink = (index: number) => Promise<{ mailbox: Mailbox; generations: ShardGenerations }>;
+/** How long a dropped shard's reader stays open for the requests reading it. */
+const DROPPED_READER_GRACE_MS = 5_000;
+
+/**
+ * How a thread reaches the actor of shard `index`: its mailbox and its generation counters.
+ * `onGone` is called if the actor stops while this thread holds the link (the shard left the node).
+ */
+export type ActorLink = (index: number, onGone: () => void) => Promise<{ mailbox: Mailbox; generations: ShardGenerations }>;
 
 /** The actor runs on the calling thread (tools, in-process benchmarks); like the shard worker, this composes it. */
 export function inThreadActors(dataDir: string, control: ControlPlane): ActorLink {
@@ -43,12 +49,21 @@ export class ShardRegistry {
     if (ready) return Promise.resolve(ready);
     let pending = this.opening.get(index);
     if (pending === undefined) {
-      pending = this.link(index).then(({ mailbox, generations }) => {
-        const shard = Shard.openReader(this.dataDir, index, mailbox, generations);
-        this.shards.set(index, shard);
-        this.opening.delete(index);
-        return shard;
-      });
+      let opened: Shard | undefined;
+      pending = this.link(index, () => opened !== undefined && this.drop(index, opened)).then(
+        ({ mailbox, generations }) => {
+          const shard = Shard.openReader(this.dataDir, index, mailbox, generations);
+          opened = shard;
+          this.shards.set(index, shard);
+          this.opening.delete(index);
+          return shard;
+        },
+        (err: unknown) => {
+          // Not served here (cluster mode: another node owns it): the next request asks again.
+          this.opening.delete(index);
+          throw err;
+        },
+      );
       this.opening.set(index, pending);
     }
     return pending;
@@ -69,6 +84,18 @@ export class ShardRegistry {
     const index = this.shardIndexOf(orgId);
     if (index === undefined) return undefined;
     return this.shards.get(index) ?? this.open(index);
+  }
+
+  /**
+   * Forgets shard `index` on this thread (its actor stopped: the shard left this node). Commands
+   * already refuse (its mailbox is closed); the reader closes a little later, so that a request
+   * reading it now finishes on the state it began with.
+   */
+  drop(index: number, which?: Shard): void {
+    const shard = this.shards.get(index);
+    if (shard === undefined || (which !== undefined && shard !== which)) return;
+    this.shards.delete(index);
+    setTimeout(() => void shard.close(), DROPPED_READER_GRACE_MS).unref();
   }
 
   all(): Shard[] {

@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import { Objm, StorageType, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connectNats } from '../scans/streams.js';
+import { ADMIN_OPTIONS, connectNats, retryOnTimeout, streamWithLeader } from '../scans/streams.js';
 import type { JournalSettings } from './journal.js';
 import { JOURNAL_STREAM, journalSubject } from './journalEntry.js';
 import { purgeInputs, purgeJournalBelow, type InputPurge } from './retention.js';
@@ -26,7 +26,12 @@ export interface SnapshotInfo {
 async function withBucket<T>(settings: JournalSettings, use: (bucket: ObjectStore) => Promise<T>): Promise<T> {
   const nc: NatsConnection = await connectNats(settings.natsUrl, 'trackd-snapshots', { reconnect: false, noAsyncTraces: true });
   try {
-    const bucket = await new Objm(nc).create(SNAPSHOT_BUCKET, { storage: StorageType.File, replicas: settings.replicas });
+    // 10 s, not the admin 30: a read whose consumer was placed on a dead server is retried sooner.
+    const bucket = await new Objm(jetstream(nc, { timeout: 10_000 })).create(SNAPSHOT_BUCKET, {
+      storage: StorageType.File,
+      replicas: settings.replicas,
+    });
+    await streamWithLeader(await jetstreamManager(nc, ADMIN_OPTIONS), `OBJ_${SNAPSHOT_BUCKET}`);
     return await use(bucket);
   } finally {
     await nc.close();
@@ -123,7 +128,7 @@ export async function snapshotAndPurge(
   const snapshot = await takeSnapshot(file, settings, index, onUpload);
   const nc = await connectNats(settings.natsUrl, `trackd-retention-${index}`, { reconnect: false, noAsyncTraces: true });
   try {
-    const jsm = await jetstreamManager(nc);
+    const jsm = await jetstreamManager(nc, ADMIN_OPTIONS);
     const journalPurged = await purgeJournalBelow(jsm, journalSubject(index), snapshot.journalPosition);
     return { snapshot, journalPurged, inputs: await purgeInputs(jetstream(nc), jsm) };
   } finally {
@@ -148,10 +153,12 @@ const infoOf = (meta: Record<string, string> | undefined, bytes: number): Snapsh
 
 /** What shard `index`'s latest snapshot holds, without reading it; undefined when it has none. */
 export async function latestSnapshot(settings: JournalSettings, index: number): Promise<SnapshotInfo | undefined> {
-  return withBucket(settings, async (bucket) => {
-    const info = await bucket.info(snapshotName(index));
-    return info === null || info.deleted ? undefined : infoOf(info.metadata, info.size);
-  });
+  return retryOnTimeout(() =>
+    withBucket(settings, async (bucket) => {
+      const info = await bucket.info(snapshotName(index));
+      return info === null || info.deleted ? undefined : infoOf(info.metadata, info.size);
+    }),
+  );
 }
 
 /**
@@ -161,18 +168,22 @@ export async function latestSnapshot(settings: JournalSettings, index: number): 
  */
 export async function restoreSnapshot(settings: JournalSettings, index: number, file: string): Promise<SnapshotInfo | undefined> {
   if (fs.existsSync(file)) throw new Error(`restore: ${file} exists`);
-  return withBucket(settings, async (bucket) => {
-    const object = await bucket.get(snapshotName(index));
-    if (object === null) return undefined;
-    const partial = `${file}.restoring`;
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    await pipeline(Readable.fromWeb(object.data as never), fs.createWriteStream(partial));
-    const failed = await object.error;
-    if (failed) {
-      fs.rmSync(partial, { force: true });
-      throw failed;
-    }
-    fs.renameSync(partial, file);
-    return infoOf(object.info.metadata, object.info.size);
-  });
+  const partial = `${file}.restoring`;
+  return retryOnTimeout(() =>
+    withBucket(settings, async (bucket) => {
+      const object = await bucket.get(snapshotName(index));
+      if (object === null) return undefined;
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      try {
+        await pipeline(Readable.fromWeb(object.data as never), fs.createWriteStream(partial));
+        const failed = await object.error;
+        if (failed) throw failed;
+      } catch (err) {
+        fs.rmSync(partial, { force: true });
+        throw err;
+      }
+      fs.renameSync(partial, file);
+      return infoOf(object.info.metadata, object.info.size);
+    }),
+  );
 }

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { EVENT_COLUMNS, envelopeJson, type EventRow } from '../events/envelope.js';
+import { chainSubtrees, compileFilter, type EventFilter } from '../events/filters.js';
 import { visibleTo } from '../events/read.js';
+import { LocationStatements } from '../locations/store.js';
 import { shardFile } from '../shards/writer.js';
 import { openDatabase, type Db } from '../storage/sqlite.js';
 import { formatTimestamp } from '../wire/timestamps.js';
 import { AddressPolicy } from './addresses.js';
 import type { Attempt, EndpointProgress } from './commands.js';
-import { matches, subtreeCheck, type InSubtree } from './match.js';
-import type { WebhookFilters } from './schemas.js';
 import { decryptSecret, secretsKey, signatureHeader } from './secrets.js';
 import { Sender, type SendOutcome } from './send.js';
 import { parseFilters, parseSecrets, parseTypes, type WebhookRow } from './store.js';
@@ -41,8 +41,7 @@ interface OneOffRequest {
 /** An endpoint as the dispatcher runs it: its settings, its position in memory, what is not yet recorded. */
 interface Endpoint {
   row: WebhookRow;
-  types: Set<string>;
-  filters: WebhookFilters;
+  filter: EventFilter;
   scopes: Set<string>;
   cursor: number;
   epoch: number;
@@ -90,7 +89,7 @@ export function retryAfterMs(value: string | undefined, now: number): number {
 export class WebhookDispatcher {
   private readonly endpoints = new Map<number, Endpoint>();
   private readonly statements;
-  private readonly inSubtree: InSubtree;
+  private readonly locations: LocationStatements;
   private readonly sender: Sender;
   private readonly plain = new Map<string, string>();
   private stopped = false;
@@ -112,7 +111,7 @@ export class WebhookDispatcher {
         'SELECT id, kind, message_id, event_seq FROM webhook_requests WHERE webhook_id = ? AND id > ? ORDER BY id LIMIT 1',
       ),
     };
-    this.inSubtree = subtreeCheck(reader);
+    this.locations = new LocationStatements(reader);
     this.sender = new Sender(new AddressPolicy(settings.allowedCidrs), settings.timeoutMs);
   }
 
@@ -146,12 +145,17 @@ export class WebhookDispatcher {
     const seen = new Set<number>();
     for (const row of this.statements.webhooks.all() as WebhookRow[]) {
       seen.add(row.id);
+      const filters = parseFilters(row);
+      // Settings may have changed (types, filters, scopes): compiled again, and what was read ahead is judged again.
+      const filter = compileFilter(
+        { types: parseTypes(row), assetIds: filters.asset_ids, locationId: filters.location_id },
+        chainSubtrees(this.locations, row.org_id),
+      );
       let endpoint = this.endpoints.get(row.id);
       if (endpoint === undefined) {
         endpoint = {
           row,
-          types: new Set(),
-          filters: {},
+          filter,
           scopes: new Set(),
           cursor: row.cursor,
           epoch: row.cursor_epoch,
@@ -176,11 +180,9 @@ export class WebhookDispatcher {
         endpoint.attempts = row.attempts;
         endpoint.pause = undefined;
       }
-      // Settings may have changed (types, filters, scopes): what was read ahead is judged again.
       endpoint.ahead = [];
       endpoint.row = row;
-      endpoint.types = new Set(parseTypes(row));
-      endpoint.filters = parseFilters(row);
+      endpoint.filter = filter;
       endpoint.scopes = new Set(JSON.parse(row.scopes) as string[]);
     }
     for (const [id, endpoint] of this.endpoints)
@@ -225,7 +227,7 @@ export class WebhookDispatcher {
   }
 
   private wanted(endpoint: Endpoint, row: EventRow): boolean {
-    return visibleTo(endpoint.scopes, row) && matches(endpoint.types, endpoint.filters, row, this.inSubtree);
+    return visibleTo(endpoint.scopes, row) && endpoint.filter.matches(row);
   }
 
   private advance(endpoint: Endpoint, seq: number): void {

@@ -3,6 +3,7 @@
  * `after` (every event exactly once across a disconnect), tickets, org isolation, a revoked key's
  * socket closed within a second, a client that stops reading closed (slow_consumer) and resumed.
  */
+import http from 'node:http';
 import t from 'tap';
 import { isRefused, mustOpen, openSocket } from '../helpers/eventSocket.js';
 import { allEvents } from '../helpers/events.js';
@@ -122,6 +123,57 @@ t.test('authentication: a header key or a single-use ticket, never a key in the 
   t.equal(tracking.events('t').length, 1, `the created asset (seq ${everything.at(-2)!.seq}) was not shown`);
   await tracking.close();
 });
+
+/** A request over a new connection with the headers as given (fetch refuses to send Upgrade or Connection). */
+function rawRequest(
+  method: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: trackd.port, path: '/api/v1/events/ws', method, headers, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+t.test(
+  'a request on the socket path that is no upgrade: 426 upgrade_required (GET), 405 (other methods), the error envelope',
+  async (t) => {
+    const auth = { authorization: `Bearer ${admin}` };
+    const cases: [string, string, Record<string, string>, number, string, Record<string, string>][] = [
+      ['a plain GET', 'GET', {}, 426, 'upgrade_required', { upgrade: 'websocket' }],
+      ['a plain GET with a key', 'GET', auth, 426, 'upgrade_required', { upgrade: 'websocket' }],
+      [
+        'Upgrade without Sec-WebSocket-Key',
+        'GET',
+        { ...auth, connection: 'Upgrade', upgrade: 'websocket' },
+        426,
+        'upgrade_required',
+        { upgrade: 'websocket' },
+      ],
+      ['HEAD', 'HEAD', auth, 426, '', { upgrade: 'websocket' }],
+      ['POST', 'POST', auth, 405, 'method_not_allowed', { allow: 'GET' }],
+    ];
+    for (const [label, method, headers, status, type, expectHeaders] of cases) {
+      const res = await rawRequest(method, headers);
+      t.equal(res.status, status, `${label}: ${status}`);
+      for (const [name, value] of Object.entries(expectHeaders)) t.equal(res.headers[name], value, `${label}: ${name}: ${value}`);
+      if (type === '') t.equal(res.body, '', `${label}: no body`);
+      else t.match(JSON.parse(res.body), { error: { type, status, instance: '/api/v1/events/ws' } }, `${label}: the error envelope`);
+    }
+    const upgraded = await mustOpen(trackd, { token: admin });
+    upgraded.send({ op: 'subscribe', id: 'x' });
+    t.match(await upgraded.next('subscribed', 'x'), { op: 'subscribed', id: 'x' }, 'an upgrade on the same path still opens a socket');
+    await upgraded.close();
+  },
+);
 
 t.test("org isolation: another org's socket sees none of these events", async (t) => {
   const theirKey = (await trackd.createKey(other.id)).token;

@@ -72,6 +72,7 @@ t.test('filters: types, asset ids, a location subtree', async (t) => {
   const moves = await openStream(trackd, { token: admin, query: `?${after}&type=asset.moved` });
   const ofA2 = await openStream(trackd, { token: admin, query: `?${after}&asset_id=${a2.id}` });
   const underSite = await openStream(trackd, { token: admin, query: `?${after}&location_id=${site.id}&type=asset.moved` });
+  const anyUnderSite = await openStream(trackd, { token: admin, query: `?${after}&location_id=${site.id}` });
   await scan('S-DOCK', 'SA2'); // into the site
   await scan('S-YARD', 'SA1'); // A1 is in the yard already: no move
   await scan('S-DOCK', 'SA1'); // into the site
@@ -103,7 +104,12 @@ t.test('filters: types, asset ids, a location subtree', async (t) => {
     ],
     'location_id: moves into and out of the subtree',
   );
-  for (const s of [moves, ofA2, underSite]) s.close();
+  t.same(
+    (await anyUnderSite.waitFor(3)).map((e) => e.type),
+    ['asset.moved', 'asset.moved', 'asset.moved'],
+    'location_id without a type: the moves, not the tag of an asset or an asset created elsewhere',
+  );
+  for (const s of [moves, ofA2, underSite, anyUnderSite]) s.close();
   const bad = await openStream(trackd, { token: admin, query: '?type=asset.teleported' });
   t.equal(bad.status, 400, 'an unknown type is a validation error');
   t.match(JSON.parse(bad.body).error.fields[0], { field: 'type', code: 'invalid_value' });

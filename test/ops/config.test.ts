@@ -21,6 +21,10 @@ t.test('configuration is validated at start: a bad value stops it with one line 
     [{ WEBHOOK_ALLOWED_CIDRS: '10.0.0.0/33' }, 'WEBHOOK_ALLOWED_CIDRS'],
     [{ WEBHOOK_RETRY_WINDOW_SECONDS: '0' }, 'WEBHOOK_RETRY_WINDOW_SECONDS'],
     [{ WEBHOOK_TIMEOUT_MS: '5' }, 'WEBHOOK_TIMEOUT_MS'],
+    [{ CLUSTER_NODE_ID: 'n'.repeat(65) }, 'CLUSTER_NODE_ID'],
+    [{ LEASE_SECONDS: '0' }, 'LEASE_SECONDS'],
+    [{ CLUSTER_NODE_ID: 'node-a', NATS_URL: '' }, 'CLUSTER_NODE_ID'],
+    [{ SHARD_JOURNAL: 'off', CLUSTER_NODE_ID: 'node-a' }, 'SHARD_JOURNAL'],
   ];
   for (const [env, name] of cases) {
     const r = spawnSync(process.execPath, [BIN, 'serve'], {

@@ -4,15 +4,14 @@
  * journaled) and appends; the older one's next append is refused, so it commits nothing more: its
  * writes answer 503, its SQLite file is unchanged, and its scan batches are neither committed nor acked.
  */
-import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { jetstreamManager } from '@nats-io/jetstream';
 import t from 'tap';
 import { JOURNAL_STREAM } from '../../src/shards/journalEntry.js';
 import { drained, delivered, natsClient, publish, scanBody } from '../helpers/scans.js';
 import { firstDifference, tables } from '../helpers/shardWorkload.js';
-import { eventually, spawnTrackd, startNats, tempDir } from '../helpers/trackd.js';
+import { sharedControlPlane } from '../helpers/controlPlane.js';
+import { eventually, spawnTrackd, startNats } from '../helpers/trackd.js';
 
 const ENV = { SHARD_JOURNAL: 'on', SHARDS: '1', HTTP_THREADS: '1' };
 
@@ -20,20 +19,6 @@ const created = (res: { status: number; text: string; json: any }, what: string)
   if (res.status !== 201) throw new Error(`${what}: ${res.status} ${res.text}`);
   return res.json.data as { id: number };
 };
-
-/**
- * A data dir that shares the older writer's control plane as it is now (orgs, keys, id blocks: in
- * a cluster they live in NATS KV, one for every node) but none of its shards.
- */
-async function sharedControlPlane(t: { teardown(fn: () => unknown): void }, from: string): Promise<string> {
-  const dir = tempDir();
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const control = new Database(path.join(from, 'control.sqlite'), { readonly: true });
-  await control.backup(path.join(dir, 'control.sqlite'));
-  control.close();
-  fs.cpSync(path.join(from, 'keys'), path.join(dir, 'keys'), { recursive: true });
-  return dir;
-}
 
 t.test('the stale writer of a shard is fenced: its append is refused and its SQLite file is unchanged', async (t) => {
   const nats = await startNats(t);

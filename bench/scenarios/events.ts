@@ -1,0 +1,134 @@
+import os from 'node:os';
+import { checkComplete, EVENT_OPERATIONS, eventHead, openEventClients } from '../lib/eventStreams.js';
+import { fieldPlan, publish, SCAN_OPERATIONS, waitVisible } from '../lib/ingest.js';
+import type { CustomScenario } from '../lib/scenario.js';
+import { assetById } from './assetById.js';
+import { history } from './history.js';
+
+/** The field workload's pace while latency is measured: 400 messages of 50 reads, 20,000 reads/s. */
+const LATENCY_MSGS_PER_S = 400;
+/** The pace while 1,000 clients listen: 20 messages of 50 reads per second (about 50 moves/s, each to every client). */
+const FANOUT_MSGS_PER_S = 20;
+const READS = 50;
+
+const loadAverage = () => Math.round(os.loadavg()[0]! * 10) / 10;
+
+/**
+ * Scan published to event received, over one transport: one client streams the org's events from
+ * the head while the field workload is published at 20,000 reads/s (paced, for --duration). Each
+ * move's latency is its arrival minus its `occurred_at` (the JetStream time of the scan message that
+ * made it, on this machine's clock). Beside it, in the same run and under the same load, the
+ * publisher's publish-to-visible probes (the report polled every 20 ms): the event cannot be
+ * earlier than the commit that the report shows. The client must get every event, once, in order.
+ */
+function latencyScenario(transport: 'sse' | 'ws'): CustomScenario {
+  const NAME = `events-${transport}-latency`;
+  return {
+    kind: 'custom',
+    name: NAME,
+    title: `scan published to event received over ${transport === 'sse' ? 'Server-Sent Events' : 'the WebSocket'}, field workload at ${LATENCY_MSGS_PER_S * READS} reads/s`,
+    needs: [...SCAN_OPERATIONS, ...EVENT_OPERATIONS],
+    unit: 'reads/s',
+    async run(ctx) {
+      const after = await eventHead(ctx);
+      const clients = await openEventClients(ctx, {
+        sse: transport === 'sse' ? 1 : 0,
+        ws: transport === 'ws' ? 1 : 0,
+        latencyClients: 1,
+        after,
+      });
+      try {
+        const messages = Math.max(20, Math.round(LATENCY_MSGS_PER_S * ctx.options.durationSeconds));
+        const published = await publish(ctx, fieldPlan(ctx, READS, messages, `events-${transport}`), {
+          ratePerSecond: LATENCY_MSGS_PER_S,
+          probeEveryMs: 20,
+        });
+        await waitVisible(ctx, published.last.asset, published.last.observedAt, 60_000);
+        const load = loadAverage();
+        const got = await clients.finish(await eventHead(ctx));
+        checkComplete(NAME, got);
+        const visible = published.probes;
+        return {
+          trackd: {
+            rate: Math.round((messages * READS) / published.seconds),
+            p50: got.latency.p50,
+            p99: got.latency.p99,
+            max: got.latency.max,
+            count: got.latency.count,
+          },
+          extra: {
+            offered_reads_per_s: LATENCY_MSGS_PER_S * READS,
+            publisher_max_behind_ms: published.max_behind_ms,
+            events: got.expected_per_client,
+            visible_p50_ms: visible?.p50 ?? NaN,
+            visible_p99_ms: visible?.p99 ?? NaN,
+            p99_over_visible_p99: visible === undefined ? NaN : Math.round((got.latency.p99 / visible.p99) * 100) / 100,
+            load_average_1m: load,
+          },
+        };
+      } finally {
+        await clients.stop();
+      }
+    },
+  };
+}
+
+export const eventsSseLatency = latencyScenario('sse');
+export const eventsWsLatency = latencyScenario('ws');
+
+/**
+ * 1,000 stream clients on one org (500 Server-Sent Events, 500 WebSocket; 20 in the tiny run), all
+ * from the same position, while the field workload makes about 50 moves/s and asset-by-id and
+ * history reads are offered at full speed: every client must get every event once, in order; the
+ * figure is the reads' rate and p99 (against the fixed-body ceiling of the run), and the delivery
+ * latency on 10 of the clients.
+ */
+const NAME = 'events-fanout-1000';
+export const eventsFanout: CustomScenario = {
+  kind: 'custom',
+  name: NAME,
+  title: '1,000 stream clients (500 SSE, 500 WebSocket) get every event; asset-by-id and history reads meanwhile',
+  needs: [...SCAN_OPERATIONS, ...EVENT_OPERATIONS, ...assetById.needs],
+  unit: 'req/s',
+  async run(ctx, helpers) {
+    const half = ctx.options.size === 'tiny' ? 10 : 500;
+    const after = await eventHead(ctx);
+    const clients = await openEventClients(ctx, { sse: half, ws: half, latencyClients: 5, after });
+    try {
+      const duration = Math.max(1, ctx.options.durationSeconds);
+      const ingest = publish(ctx, fieldPlan(ctx, READS, Math.round(FANOUT_MSGS_PER_S * (duration + ctx.options.warmupSeconds)), 'fanout'), {
+        ratePerSecond: FANOUT_MSGS_PER_S,
+      });
+      const reads = await helpers.load(
+        [
+          { method: 'GET', paths: assetById.paths(ctx, 2_000), weight: 1 },
+          { method: 'GET', paths: history.paths(ctx, 2_000), weight: 1 },
+        ],
+        duration,
+      );
+      const published = await ingest;
+      await waitVisible(ctx, published.last.asset, published.last.observedAt, 60_000);
+      const load = loadAverage();
+      const got = await clients.finish(await eventHead(ctx));
+      checkComplete(NAME, got);
+      return {
+        trackd: { rate: reads.rate, p50: reads.p50, p99: reads.p99, max: reads.max, count: reads.count },
+        ceiling: { name: 'fixed-body', rate: helpers.fixedRate },
+        extra: {
+          clients: got.clients,
+          sse_clients: got.sse,
+          ws_clients: got.ws,
+          events_per_client: got.expected_per_client,
+          deliveries: got.expected_per_client * got.clients,
+          delivery_p50_ms: got.latency.p50,
+          delivery_p99_ms: got.latency.p99,
+          ingest_offered_reads_per_s: FANOUT_MSGS_PER_S * READS,
+          non_2xx: reads.notOk,
+          load_average_1m: load,
+        },
+      };
+    } finally {
+      await clients.stop();
+    }
+  },
+};

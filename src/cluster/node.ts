@@ -1,0 +1,193 @@
+import { performance } from 'node:perf_hooks';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from '../log.js';
+import { startScanIngest, type ScanIngest } from '../scans/ingest.js';
+import type { ScanSource } from '../scans/source.js';
+import { connectNats } from '../scans/streams.js';
+import type { Services } from '../services.js';
+import type { ShardActors } from '../shards/actors.js';
+import type { JournalEvent } from '../shards/journaled.js';
+import { ownerCommand } from '../shards/ownership.js';
+import { ShardOwnership, type OwnershipEvent } from './ownership.js';
+import type { OwnershipTable } from './ownershipTable.js';
+
+export interface ClusterNodeSettings {
+  nodeId: string;
+  shards: number;
+  leaseMs: number;
+  replicas: number;
+  natsUrl: string;
+}
+
+/**
+ * A node of a trackd cluster (CLUSTER_NODE_ID; docs/cluster.md, "Cluster mode"): it runs a shard's
+ * actor and scan consumers only while it holds the shard's lease.
+ *
+ * - **Acquired** (lease revision = epoch): the actor starts (restoring the latest snapshot when the
+ *   node has no file for the shard, then applying the journal's tail), appends the `shard.owner`
+ *   entry `{node, epoch}` (which fences the previous owner: its next append expects an entry that
+ *   is no longer the last), then the shard is served here: HTTP threads may link to it and its own
+ *   durable consumer per input stream (`trackd-scans-s<n>`) applies its messages.
+ * - **Lost** (a renewal refused: another node took it) or **fenced** (an append refused): the
+ *   consumers stop (a batch in hand is neither committed, since the journal refuses it, nor acked),
+ *   no thread may link to the shard, the actor stops (every thread's link to it closes, requests
+ *   answer 503), and a fenced shard's lease is released so that its owner-to-be need not wait.
+ *
+ * Transitions of one shard run one after the other; different shards move independently.
+ */
+export class ClusterNode {
+  private readonly transitions = new Map<number, Promise<void>>();
+  private readonly ingests = new Map<number, ScanIngest>();
+  private readonly consumersReady = new Map<number, boolean>();
+  private readonly serving = new Set<number>();
+  private stopping = false;
+
+  private constructor(
+    private readonly settings: ClusterNodeSettings,
+    private readonly nc: NatsConnection,
+    readonly ownership: ShardOwnership,
+    private readonly services: Services,
+    private readonly actors: ShardActors,
+    private readonly sources: ScanSource[],
+    /** Every thread's view of the shards served here (forwarding reads it): set once served, cleared before a shard is let go. */
+    private readonly table: OwnershipTable,
+  ) {}
+
+  static async start(
+    settings: ClusterNodeSettings,
+    services: Services,
+    actors: ShardActors,
+    sources: ScanSource[],
+    table: OwnershipTable,
+  ): Promise<ClusterNode> {
+    actors.admitOnly();
+    const nc = await connectNats(settings.natsUrl, `trackd-node-${settings.nodeId}`, { reconnect: true });
+    try {
+      const ownership = await ShardOwnership.start(nc, settings);
+      const node = new ClusterNode(settings, nc, ownership, services, actors, sources, table);
+      node.updateReadiness();
+      ownership.on((event) => node.onOwnership(event));
+      ownership.onError((detail) => services.logger.warn({ detail }, 'cluster lease bucket operation failed'));
+      node.collectMetrics();
+      services.logger.info({ node: settings.nodeId, shards: settings.shards, lease_ms: settings.leaseMs }, 'cluster node started');
+      return node;
+    } catch (err) {
+      await nc.close();
+      throw err;
+    }
+  }
+
+  /** The shards served here now (actor started, owner entry appended, consumers running), ascending. */
+  servingShards(): number[] {
+    return [...this.serving].sort((a, b) => a - b);
+  }
+
+  /** A journal event of one of this node's shard actors: a fenced shard is given up. */
+  onJournalEvent(shard: number, event: JournalEvent): void {
+    if (event.kind === 'fenced') this.queue(shard, () => this.giveUp(shard, `fenced: ${event.detail}`, true));
+  }
+
+  private get logger(): Logger {
+    return this.services.logger;
+  }
+
+  private onOwnership(event: OwnershipEvent): void {
+    if (this.stopping) return;
+    if (event.kind === 'acquired') this.queue(event.shard, () => this.takeUp(event.shard, event.epoch, event.from));
+    else if (event.reason === 'lost') this.queue(event.shard, () => this.giveUp(event.shard, event.detail, false));
+  }
+
+  private queue(shard: number, step: () => Promise<void>): void {
+    const next = (this.transitions.get(shard) ?? Promise.resolve())
+      .then(step)
+      .catch((err: unknown) => this.logger.error({ shard, err: (err as Error).message }, 'cluster shard transition failed'));
+    this.transitions.set(shard, next);
+  }
+
+  private async takeUp(shard: number, epoch: number, from: string): Promise<void> {
+    if (this.stopping || !this.ownership.holds(shard)) return;
+    const started = performance.now();
+    this.logger.info({ shard, epoch, from: from || null }, 'cluster shard lease acquired: starting its actor');
+    this.actors.admit(shard);
+    try {
+      const opened = await this.services.shards.open(shard);
+      await opened.send(ownerCommand, { node: this.settings.nodeId, epoch });
+    } catch (err) {
+      this.logger.error({ shard, epoch, err: (err as Error).message }, 'cluster shard could not start here; its lease is released');
+      await this.stopShard(shard);
+      await this.ownership.release(shard);
+      return;
+    }
+    if (this.stopping || !this.ownership.holds(shard)) {
+      // Lost while starting: the 'lost' step queued behind this one stops it again.
+      return;
+    }
+    this.serving.add(shard);
+    this.table.set(shard, true);
+    this.consumersReady.set(shard, false);
+    this.updateReadiness();
+    const ingest = await startScanIngest(this.services, this.nc, this.sources, {
+      shard: { index: shard, count: this.settings.shards },
+      onReadiness: (ready) => {
+        if (!this.ingests.has(shard) && !ready) return;
+        this.consumersReady.set(shard, ready);
+        this.updateReadiness();
+      },
+    });
+    this.ingests.set(shard, ingest);
+    this.logger.info(
+      { shard, epoch, from: from || null, ms: Math.round(performance.now() - started) },
+      'cluster shard acquired: restored, owner entry appended, consuming',
+    );
+  }
+
+  private async giveUp(shard: number, why: string, release: boolean): Promise<void> {
+    const served = this.serving.has(shard);
+    await this.stopShard(shard);
+    if (release) await this.ownership.release(shard);
+    if (served || release) this.logger.warn({ shard, why }, 'cluster shard given up: actor and consumers stopped');
+  }
+
+  /** Stops the shard's consumers, then its actor (which closes every thread's link to it). */
+  private async stopShard(shard: number): Promise<void> {
+    this.table.set(shard, false);
+    this.serving.delete(shard);
+    const ingest = this.ingests.get(shard);
+    this.ingests.delete(shard);
+    this.consumersReady.delete(shard);
+    await ingest?.stop().catch((err) => this.logger.warn({ shard, err: (err as Error).message }, 'a shard consumer did not stop cleanly'));
+    await this.actors.close(shard);
+    this.updateReadiness();
+  }
+
+  private updateReadiness(): void {
+    this.services.readiness.consumer = [...this.consumersReady.values()].every(Boolean);
+  }
+
+  private collectMetrics(): void {
+    const { metrics } = this.services;
+    metrics.onCollect(() => {
+      for (let shard = 0; shard < this.settings.shards; shard++)
+        metrics.set(
+          'trackd_cluster_shard_served',
+          'Whether this node serves the shard now (cluster mode: its lease held, actor and consumers running)',
+          { shard: String(shard), node: this.settings.nodeId },
+          this.serving.has(shard) ? 1 : 0,
+        );
+    });
+  }
+
+  /**
+   * A clean stop: no more claims, every served shard's consumers and actor stopped, then its lease
+   * released so that another node takes it at its next tick instead of after a lease period.
+   */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.ownership.stop();
+    await Promise.all(this.transitions.values());
+    const held = this.ownership.held();
+    await Promise.all(held.map((shard) => this.stopShard(shard)));
+    for (const shard of held) await this.ownership.release(shard);
+    await this.nc.drain().catch(() => this.nc.close());
+  }
+}

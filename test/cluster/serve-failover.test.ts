@@ -1,0 +1,241 @@
+/**
+ * Cluster mode in `trackd serve` (docs/cluster.md, "Cluster mode"): two trackd nodes with their
+ * own DATA_DIR (sharing the control plane: orgs, keys) on one nats-server, CLUSTER_NODE_ID set.
+ *
+ * - Started together, the nodes split the 4 shards by rendezvous; each org's scans apply on its
+ *   shard's owner, which answers for it over HTTP.
+ * - Node A SIGSTOPped for longer than the lease: node B takes A's shards over (restoring A's
+ *   snapshot plus the journal's tail) and applies the scans published meanwhile.
+ * - A resumed: its leases are gone, it stops its actors and consumers; a write sent to it then
+ *   answers 503 and changes nothing anywhere.
+ * - Node B killed -9: A takes every shard over within about a lease period (measured).
+ * - Every published scan is applied exactly once: each asset's history counts one visit per scan
+ *   (scans alternate between two locations), read on the node that owns the asset's shard.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { rendezvous } from '../../src/cluster/placement.js';
+import { drained, natsClient, publish, scanBody } from '../helpers/scans.js';
+import { sharedControlPlane } from '../helpers/controlPlane.js';
+import { BIN, eventually, spawnTrackd, startNats, tempDir, type Trackd } from '../helpers/trackd.js';
+import { spawnSync } from 'node:child_process';
+
+const SHARDS = 4;
+const LEASE_SECONDS = 5;
+const NODES = ['node-a', 'node-b'];
+const ALL = Array.from({ length: SHARDS }, (_, i) => i);
+
+/** The shards a node serves now, from its /metrics (trackd_cluster_shard_served). */
+async function served(node: Trackd): Promise<number[]> {
+  const res = await node.http('GET', '/metrics');
+  const shards: number[] = [];
+  for (const line of res.text.split('\n')) {
+    const m = /^trackd_cluster_shard_served\{shard="(\d+)",node="[^"]+"\} 1$/.exec(line);
+    if (m) shards.push(Number(m[1]));
+  }
+  return shards.sort((a, b) => a - b);
+}
+
+function cli(env: Record<string, string>, args: string[]): any {
+  const r = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`trackd ${args.join(' ')}: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+/** How long after `since` a node acquired the leases, and how long each shard took to start, from its log. */
+function phases(node: Trackd, since: number): string {
+  const logged = (msg: string) => node.logs().filter((l) => l.msg === msg && Date.parse(l.time) >= since);
+  const leases = logged('cluster shard lease acquired: starting its actor').map((l) => Date.parse(l.time) - since);
+  const started = logged('cluster shard acquired: restored, owner entry appended, consuming').map((l) => l.ms as number);
+  return `leases acquired ${Math.min(...leases)}-${Math.max(...leases)} ms after; each shard started (restore, journal tail, owner entry) in ${Math.min(...started)}-${Math.max(...started)} ms`;
+}
+
+interface Org {
+  id: number;
+  shard: number;
+  token: string;
+  assetId: number;
+  tag: string;
+  published: number;
+}
+
+t.test('shards owned by lease: split, taken over from a paused node and from a killed one, every scan applied once', async (t) => {
+  const nats = await startNats(t);
+  const nc = await natsClient(t, nats.url);
+  const env = {
+    SHARDS: String(SHARDS),
+    LEASE_SECONDS: String(LEASE_SECONDS),
+    HTTP_THREADS: '1',
+    SNAPSHOT_EVERY_ENTRIES: '4',
+    NATS_URL: nats.url,
+  };
+  const dirA = tempDir();
+  t.teardown(() => fs.rmSync(dirA, { recursive: true, force: true }));
+  const orgs: Org[] = [];
+  for (const shard of ALL) {
+    const org = cli({ ...env, DATA_DIR: dirA }, ['orgs', 'create', '--name', `Org ${shard}`]);
+    t.equal(org.shard ?? (org.id - 1) % SHARDS, shard, `org ${org.id} lives on shard ${shard}`);
+    const key = cli({ ...env, DATA_DIR: dirA }, [
+      'keys',
+      'create',
+      '--org',
+      String(org.id),
+      '--name',
+      'cluster',
+      '--scopes',
+      'assets:read,assets:write,locations:read,locations:write,tracking:read',
+    ]);
+    orgs.push({ id: org.id, shard, token: key.token, assetId: 0, tag: `rfid:EPC-${shard}`, published: 0 });
+  }
+  const dirB = await sharedControlPlane(t, dirA);
+  const [a, b] = (await Promise.all(
+    [dirA, dirB].map((dataDir, i) => spawnTrackd(t, { natsUrl: nats.url, dataDir, env: { ...env, CLUSTER_NODE_ID: NODES[i]! } })),
+  )) as [Trackd, Trackd];
+  const byName = new Map([
+    ['node-a', a],
+    ['node-b', b],
+  ]);
+  t.teardown(() => a.process.kill('SIGCONT'));
+  if (process.env.CLUSTER_TEST_LOGS)
+    t.teardown(() => {
+      for (const [name, node] of byName)
+        fs.writeFileSync(
+          path.join(process.env.CLUSTER_TEST_LOGS!, `${name}.log`),
+          node
+            .logs()
+            .map((l) => JSON.stringify(l))
+            .join('\n'),
+        );
+    });
+
+  // 1. The split.
+  const expected = ALL.map((shard) => rendezvous(shard, NODES)!);
+  await eventually(async () => (await served(a)).length + (await served(b)).length === SHARDS, 120_000, 200);
+  t.same(
+    await served(a),
+    ALL.filter((s) => expected[s] === 'node-a'),
+    'node A serves the shards it wins by rendezvous',
+  );
+  t.same(
+    await served(b),
+    ALL.filter((s) => expected[s] === 'node-b'),
+    'node B serves the others',
+  );
+  t.ok((await served(a)).length > 0 && (await served(b)).length > 0, 'both nodes serve shards');
+  const ownerOf = (org: Org) => byName.get(expected[org.shard]!)!;
+
+  // Master data on each org's owner; the other node answers for it too (forwarded to the owner).
+  for (const org of orgs) {
+    const node = ownerOf(org);
+    for (const key of ['L1', 'L2']) {
+      const res = await node.http('POST', '/api/v1/locations', { token: org.token, body: { external_key: key, name: key } });
+      t.equal(res.status, 201, `org ${org.id}: location ${key} created on its owner`);
+    }
+    const asset = await node.http('POST', '/api/v1/assets', {
+      token: org.token,
+      body: { name: `Asset ${org.shard}`, tags: [{ tag_type: 'rfid', value: org.tag.slice(5) }] },
+    });
+    t.equal(asset.status, 201, `org ${org.id}: asset created`);
+    org.assetId = asset.json.data.id;
+  }
+  const other = orgs[0]!;
+  const notOwner = ownerOf(other) === a ? b : a;
+  const forwarded = await notOwner.http('GET', `/api/v1/assets/${other.assetId}`, { token: other.token });
+  t.equal(forwarded.status, 200, 'the node that does not own the shard answers too (forwarded to the owner)');
+  t.equal(forwarded.json?.data?.id, other.assetId, "with the owner's answer");
+
+  let clock = Date.now() - 3_600_000;
+  const publishRound = async (perOrg: number) => {
+    for (const org of orgs)
+      for (let i = 0; i < perOrg; i++) {
+        org.published++;
+        clock += 1000;
+        await publish(nc, `scans.${org.id}.fixed`, scanBody(org.published % 2 ? 'L1' : 'L2', [org.tag], new Date(clock)));
+      }
+  };
+  const visits = async (node: Trackd, org: Org) => {
+    const res = await node.http('GET', `/api/v1/assets/${org.assetId}/history?limit=200`, { token: org.token });
+    if (res.status !== 200) throw new Error(`history of org ${org.id} on ${node.env.CLUSTER_NODE_ID}: ${res.status} ${res.text}`);
+    return res.json.data.length as number;
+  };
+  const allDrained = () => Promise.all(ALL.map((shard) => drained(nc, 'SCANS', `trackd-scans-s${shard}`)));
+  const expectApplied = async (owner: (org: Org) => Trackd, when: string) => {
+    await allDrained();
+    for (const org of orgs)
+      t.equal(await visits(owner(org), org), org.published, `${when}: org ${org.id}'s ${org.published} scans applied once`);
+  };
+
+  await publishRound(6);
+  await expectApplied(ownerOf, 'split');
+  // Every shard has stored a snapshot (SNAPSHOT_EVERY_ENTRIES=4), so that a takeover restores one.
+  await eventually(
+    () =>
+      ALL.every((shard) =>
+        ownerOf(orgs[shard]!)
+          .logs()
+          .some((l) => l.msg === 'shard journal snapshot' && l.shard === shard),
+      ),
+    120_000,
+    200,
+  );
+
+  // 2. Node A paused past its lease: B takes its shards over.
+  const aShards = await served(a);
+  a.process.kill('SIGSTOP');
+  const pausedAt = Date.now();
+  await publishRound(5);
+  await eventually(async () => (await served(b)).length === SHARDS, 120_000, 100);
+  const takeover = Date.now() - pausedAt;
+  t.comment(`node B served every shard ${takeover} ms after node A stopped (lease ${LEASE_SECONDS} s)`);
+  t.ok(takeover >= LEASE_SECONDS * 1000 - 500, `not before a lease period (${takeover} ms)`);
+  const restored = b
+    .logs()
+    .filter((l) => l.msg === 'shard journal restored')
+    .map((l) => l.shard);
+  t.same(restored.sort(), aShards, "node B restored each of A's shards from its snapshot (then the journal's tail)");
+  t.comment(`takeover from the paused node: ${phases(b, pausedAt)}`);
+  await expectApplied(() => b, 'taken over from the paused node');
+
+  // 3. A resumed: it gives its shards up; a write sent to it changes nothing.
+  a.process.kill('SIGCONT');
+  const victim = orgs.find((o) => aShards.includes(o.shard))!;
+  const stale = await a.http('POST', '/api/v1/assets', { token: victim.token, body: { name: 'Stale write' } });
+  t.ok(
+    stale.status === 503 || stale.status === 201,
+    `a write on the resumed node is refused (its stale shard) or forwarded to the owner: ${stale.status} ${stale.json?.error?.detail ?? ''}`,
+  );
+  await eventually(async () => (await served(a)).length === 0, 30_000, 100);
+  t.pass('the resumed node serves no shard');
+  const givenUp = await eventually(
+    () => {
+      const shards = a.logs().filter((l) => l.msg === 'cluster shard given up: actor and consumers stopped');
+      return shards.length === aShards.length && shards;
+    },
+    30_000,
+    100,
+  );
+  t.same(
+    givenUp.map((l) => l.shard).sort(),
+    aShards,
+    `it gave each of its shards up (${givenUp.map((l) => String(l.why).slice(0, 40)).join('; ')})`,
+  );
+  const list = await b.http('GET', '/api/v1/assets?limit=100', { token: victim.token });
+  t.equal(
+    list.json.data.filter((x: { name: string }) => x.name === 'Stale write').length,
+    stale.status === 201 ? 1 : 0,
+    'the write sent to the resumed node is on the owner once if it was answered 201, nowhere if 503',
+  );
+  await publishRound(3);
+  await expectApplied(() => b, 'after the paused node resumed');
+
+  // 4. B killed -9: A takes every shard over within about a lease period.
+  b.process.kill('SIGKILL');
+  const killedAt = Date.now();
+  await publishRound(4);
+  await eventually(async () => (await served(a)).length === SHARDS, 120_000, 100);
+  const failover = Date.now() - killedAt;
+  t.comment(`failover after kill -9: node A served every shard ${failover} ms after node B died (lease ${LEASE_SECONDS} s)`);
+  t.comment(`failover after kill -9: ${phases(a, killedAt)}`);
+  await expectApplied(() => a, 'after the kill -9');
+});
