@@ -6,7 +6,8 @@
  *
  *   node dist/bench/probes/forwarding.js [--blocks 6] [--requests 500]
  *
- * Prints one JSON document: p50 and p99 (ms) of each, and forwarded / local.
+ * Prints one JSON document: p50 and p99 (ms) of each, forwarded / local, and the CPU ms per request
+ * of each (this process, where both nodes and the client run, plus the nats-server).
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -75,6 +76,14 @@ for (let i = 0; ; i++) {
 const created = await post(a.port, '/api/v1/assets', token, { name: 'Probe', external_key: 'P-1', metadata: { note: 'x'.repeat(200) } });
 const url = `/api/v1/assets/${JSON.parse(created.text).data.id}`;
 
+const cpuMs = { local: 0, forwarded: 0 };
+/** This process's CPU (both nodes' threads and the client) plus the nats-server's, in ms. */
+function cpuNow(): number {
+  const own = process.cpuUsage();
+  const fields = fs.readFileSync(`/proc/${nats.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (own.user + own.system) / 1000 + (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 async function block(port: number): Promise<number[]> {
   const ms: number[] = [];
   for (let i = 0; i < REQUESTS; i++) {
@@ -90,8 +99,12 @@ await block(b.port);
 const local: number[] = [];
 const forwarded: number[] = [];
 for (let i = 0; i < BLOCKS; i++) {
+  let started = cpuNow();
   local.push(...(await block(a.port)));
+  cpuMs.local += cpuNow() - started;
+  started = cpuNow();
   forwarded.push(...(await block(b.port)));
+  cpuMs.forwarded += cpuNow() - started;
 }
 const quantile = (xs: number[], q: number) => {
   const sorted = [...xs].sort((x, y) => x - y);
@@ -104,6 +117,10 @@ const figures = {
   ratio: {
     p50: Math.round((quantile(forwarded, 0.5) / quantile(local, 0.5)) * 100) / 100,
     p99: Math.round((quantile(forwarded, 0.99) / quantile(local, 0.99)) * 100) / 100,
+  },
+  cpu_ms_per_request: {
+    local: Math.round((cpuMs.local / local.length) * 1000) / 1000,
+    forwarded: Math.round((cpuMs.forwarded / forwarded.length) * 1000) / 1000,
   },
   load_average: os.loadavg().map((x) => Math.round(x * 10) / 10),
 };
