@@ -279,7 +279,9 @@ const finishCommand = shardCommand(
 );
 
 export function finishJob(shard: Shard, args: FinishArgs): Promise<void> {
-  return shard.send(finishCommand, args);
+  // No deadline: a job's end must be recorded however long its shard's queue, or the job would stay
+  // 'processing' and hold the org's import slot until a restart (seen when a batch was refused as late).
+  return shard.send(finishCommand, args, {});
 }
 
 /**
