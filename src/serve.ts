@@ -93,7 +93,12 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
     options.recordDir,
     journaled
       ? {
-          settings: () => ({ natsUrl: natsUrl!, replicas: config.JOURNAL_REPLICAS }),
+          settings: () => ({
+            natsUrl: natsUrl!,
+            replicas: config.JOURNAL_REPLICAS,
+            // Placement by lease: one consumer per shard, each of which a purge of the inputs must see.
+            shardConsumers: config.CLUSTER_NODE_ID !== undefined && config.CLUSTER_STATIC_SHARDS === undefined ? config.SHARDS : undefined,
+          }),
           snapshots: { everyEntries: config.SNAPSHOT_EVERY_ENTRIES, everySeconds: config.SNAPSHOT_EVERY_SECONDS },
           onEvent: (shard: number, event: JournalEvent) => {
             logJournal(shard, event);

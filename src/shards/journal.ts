@@ -15,6 +15,11 @@ export interface JournalSettings {
   natsUrl: string;
   /** Copies JetStream keeps of the journal stream when it creates it (1 on one server, 3 in a cluster). */
   replicas: number;
+  /**
+   * Cluster mode by lease: the number of shards, each with its own consumer per input stream
+   * (`<durable>-s<n>`). A purge of the inputs then needs every one of them listed.
+   */
+  shardConsumers?: number;
 }
 
 /**

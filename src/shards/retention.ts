@@ -28,12 +28,13 @@ export interface InputPurge {
  * sequence any journal entry still kept refers to (a recovery from the latest snapshot replays only
  * kept entries). The ack floors are read first: a message acked after that read was applied by an
  * entry appended before its ack, which the walk of the journal then sees. A stream without a
- * consumer keeps everything.
+ * consumer keeps everything, and so does one that lacks a shard's consumer in cluster mode.
  */
-export async function purgeInputs(js: JetStreamClient, jsm: JetStreamManager): Promise<InputPurge[]> {
+export async function purgeInputs(js: JetStreamClient, jsm: JetStreamManager, shardConsumers?: number): Promise<InputPurge[]> {
   const floors = new Map<string, number>();
-  for (const { stream } of scanSources) {
-    const floor = await ackFloor(jsm, stream);
+  for (const { stream, durable } of scanSources) {
+    const expected = shardConsumers === undefined ? [] : Array.from({ length: shardConsumers }, (_, i) => `${durable}-s${i}`);
+    const floor = await ackFloor(jsm, stream, expected);
     if (floor !== undefined) floors.set(stream, floor);
   }
   if (floors.size === 0) return [];
@@ -48,16 +49,24 @@ export async function purgeInputs(js: JetStreamClient, jsm: JetStreamManager): P
   return out;
 }
 
-/** The lowest ack floor among a stream's consumers; undefined when it has none (or is missing). */
-async function ackFloor(jsm: JetStreamManager, stream: string): Promise<number | undefined> {
+/**
+ * The lowest ack floor among a stream's consumers; undefined when it has none (or is missing), or
+ * when one of `expected` is not listed. In a cluster each shard has its own consumer, and a node
+ * taking a shard over re-creates it (delete, then add): a purge that listed the others in between
+ * would remove scans that shard has not applied yet.
+ */
+async function ackFloor(jsm: JetStreamManager, stream: string, expected: string[] = []): Promise<number | undefined> {
   let floor: number | undefined;
+  const listed = new Set<string>();
   try {
-    for await (const consumer of jsm.consumers.list(stream))
+    for await (const consumer of jsm.consumers.list(stream)) {
+      listed.add(consumer.name);
       floor = Math.min(floor ?? Number.POSITIVE_INFINITY, consumer.ack_floor.stream_seq);
+    }
   } catch {
     return undefined;
   }
-  return floor;
+  return expected.every((name) => listed.has(name)) ? floor : undefined;
 }
 
 /**

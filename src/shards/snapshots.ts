@@ -130,7 +130,7 @@ export async function snapshotAndPurge(
   try {
     const jsm = await jetstreamManager(nc);
     const journalPurged = await purgeJournalBelow(jsm, journalSubject(index), snapshot.journalPosition);
-    return { snapshot, journalPurged, inputs: await purgeInputs(jetstream(nc), jsm) };
+    return { snapshot, journalPurged, inputs: await purgeInputs(jetstream(nc), jsm, settings.shardConsumers) };
   } finally {
     await nc.close();
   }
