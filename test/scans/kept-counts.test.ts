@@ -179,7 +179,8 @@ t.test('kill -9 while a backlog drains: every count kept equals the rows counted
     assets.push({ id: a.id, tag: `kk${i}` });
   }
   await trackd.stop('SIGTERM');
-  const SCANS = 3_000;
+  // Enough that the kill, polled every 50 ms once 800 are acked, lands before the end of the drain (3,000 drained between two polls once).
+  const SCANS = 12_000;
   const base = Date.now() - 86_400_000;
   const bodies = Array.from({ length: SCANS }, (_, i) => {
     // Mostly forward in time (re-reads and moves), one in ten late.
