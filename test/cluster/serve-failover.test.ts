@@ -17,6 +17,7 @@ import path from 'node:path';
 import t from 'tap';
 import { rendezvous } from '../../src/cluster/placement.js';
 import { drained, natsClient, publish, scanBody } from '../helpers/scans.js';
+import { served } from '../helpers/cluster.js';
 import { sharedControlPlane } from '../helpers/controlPlane.js';
 import { BIN, eventually, spawnTrackd, startNats, tempDir, type Trackd } from '../helpers/trackd.js';
 import { spawnSync } from 'node:child_process';
@@ -25,17 +26,6 @@ const SHARDS = 4;
 const LEASE_SECONDS = 5;
 const NODES = ['node-a', 'node-b'];
 const ALL = Array.from({ length: SHARDS }, (_, i) => i);
-
-/** The shards a node serves now, from its /metrics (trackd_cluster_shard_served). */
-async function served(node: Trackd): Promise<number[]> {
-  const res = await node.http('GET', '/metrics');
-  const shards: number[] = [];
-  for (const line of res.text.split('\n')) {
-    const m = /^trackd_cluster_shard_served\{shard="(\d+)",node="[^"]+"\} 1$/.exec(line);
-    if (m) shards.push(Number(m[1]));
-  }
-  return shards.sort((a, b) => a - b);
-}
 
 function cli(env: Record<string, string>, args: string[]): any {
   const r = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
@@ -205,8 +195,15 @@ t.test('shards owned by lease: split, taken over from a paused node and from a k
     stale.status === 503 || stale.status === 201,
     `a write on the resumed node is refused (its stale shard) or forwarded to the owner: ${stale.status} ${stale.json?.error?.detail ?? ''}`,
   );
-  await eventually(async () => (await served(a)).length === 0, 30_000, 100);
-  t.pass('the resumed node serves no shard');
+  const resumedServes = await eventually(
+    async () => {
+      const shards = await served(a);
+      return shards.length === 0 && shards;
+    },
+    30_000,
+    100,
+  );
+  t.same(resumedServes, [], 'the resumed node serves no shard');
   // A shard may be given up twice (its lease lost, then a refused append): its log line counts once.
   const givenUp = await eventually(
     () => {

@@ -20,6 +20,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import t from 'tap';
 import { JOURNAL_STREAM } from '../../src/shards/journalEntry.js';
 import { rebuildShard } from '../../src/shards/replay.js';
+import { served } from '../helpers/cluster.js';
 import { startNatsCluster } from '../helpers/natsCluster.js';
 import { drained, natsClient, publish, scanBody } from '../helpers/scans.js';
 import { firstDifference, tables } from '../helpers/shardWorkload.js';
@@ -29,17 +30,6 @@ const SHARDS = 6;
 const LEASE_SECONDS = 10;
 const ALL = Array.from({ length: SHARDS }, (_, i) => i);
 const shardPath = (dataDir: string, shard: number) => path.join(dataDir, 'shards', `shard-${shard}.sqlite`);
-
-/** The shards a node serves now, from its /metrics (trackd_cluster_shard_served). */
-async function served(node: Trackd): Promise<number[]> {
-  const res = await node.http('GET', '/metrics');
-  const shards: number[] = [];
-  for (const line of res.text.split('\n')) {
-    const m = /^trackd_cluster_shard_served\{shard="(\d+)",node="[^"]+"\} 1$/.exec(line);
-    if (m) shards.push(Number(m[1]));
-  }
-  return shards.sort((a, b) => a - b);
-}
 
 interface Org {
   id: number;
@@ -200,8 +190,15 @@ t.test(
     t.comment(`SIGSTOP of ${nameOf(paused)}: its shards ${held.join(',')} served by ${nameOf(survivor)} ${afterPause} ms later`);
     t.ok(afterPause >= LEASE_SECONDS * 1000 - 1000, `not before a lease period (${afterPause} ms)`);
     paused.process.kill('SIGCONT');
-    await eventually(async () => (await served(paused)).length === 0, 60_000, 200);
-    t.pass(`the resumed ${nameOf(paused)} serves no shard`);
+    const resumedServes = await eventually(
+      async () => {
+        const shards = await served(paused);
+        return shards.length === 0 && shards;
+      },
+      60_000,
+      200,
+    );
+    t.same(resumedServes, [], `the resumed ${nameOf(paused)} serves no shard`);
     live.add(paused);
 
     // 3. The nats-server that leads the journal stream killed -9.

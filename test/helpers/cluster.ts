@@ -13,3 +13,14 @@ export async function startTwoNodes(t: Teardown): Promise<{ a: Trackd; b: Trackd
     });
   return { a: await node('node-a', 0), b: await node('node-b', 1), natsUrl: nats.url };
 }
+
+/** The shards a node serves now, from its /metrics (trackd_cluster_shard_served), ascending. */
+export async function served(node: Trackd): Promise<number[]> {
+  const res = await node.http('GET', '/metrics');
+  const shards: number[] = [];
+  for (const line of res.text.split('\n')) {
+    const m = /^trackd_cluster_shard_served\{shard="(\d+)",node="[^"]+"\} 1$/.exec(line);
+    if (m) shards.push(Number(m[1]));
+  }
+  return shards.sort((a, b) => a - b);
+}
