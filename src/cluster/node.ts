@@ -127,7 +127,7 @@ export class ClusterNode {
     this.consumersReady.set(shard, false);
     this.updateReadiness();
     const ingest = await startScanIngest(this.services, this.nc, this.sources, {
-      shard: { index: shard, count: this.settings.shards },
+      shard: { index: shard, count: this.settings.shards, owned: () => this.ownership.confirm(shard) },
       onReadiness: (ready) => {
         if (!this.ingests.has(shard) && !ready) return;
         this.consumersReady.set(shard, ready);

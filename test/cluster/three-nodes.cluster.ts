@@ -40,6 +40,8 @@ interface Org {
   /** Scans acknowledged by JetStream (each a new visit: they alternate between L1 and L2). */
   published: number;
   clock: number;
+  /** Each acknowledged scan: its SCANS sequence and its observed time (ms). */
+  scans: { seq: number; at: number }[];
 }
 
 t.test(
@@ -101,6 +103,7 @@ t.test(
         tag: `rfid:EPC3N-${i}`,
         published: 0,
         clock: Date.now() - 3_600_000,
+        scans: [],
       });
     }
     t.same(orgs.map((o) => o.shard).sort(), ALL, 'one org on each shard');
@@ -133,7 +136,8 @@ t.test(
           // Retried with the same event id (and Nats-Msg-Id) until acknowledged: a duplicate is dropped by both.
           for (;;) {
             try {
-              await publish(nc, `scans.${org.id}.fixed`, body);
+              const { seq } = await publish(nc, `scans.${org.id}.fixed`, body);
+              org.scans.push({ seq, at: org.clock });
               break;
             } catch {
               await sleep(250);
@@ -233,7 +237,11 @@ t.test(
     // Every published scan applied exactly once.
     for (const org of orgs) {
       const res = await survivor.http('GET', `/api/v1/assets/${org.assetId}/history?limit=1`, { token: org.token });
-      t.equal(res.json?.total_count, org.published, `org ${org.id}: its ${org.published} scans made ${org.published} visits`);
+      t.equal(
+        res.json?.total_count,
+        org.published,
+        `org ${org.id}: its ${org.published} scans made ${org.published} visits${res.json?.total_count === org.published ? '' : await missingScans(survivor, org)}`,
+      );
     }
     // Every acknowledged write present, read through either live node.
     let missing = 0;
@@ -277,3 +285,16 @@ t.test(
     }
   },
 );
+
+/** The acknowledged scans of an org that no visit starts at: their SCANS sequences, to look up in the nodes' logs. */
+async function missingScans(node: Trackd, org: Org): Promise<string> {
+  const seen = new Set<number>();
+  for (let offset = 0; ; offset += 200) {
+    const page = await node.http('GET', `/api/v1/assets/${org.assetId}/history?limit=200&offset=${offset}`, { token: org.token });
+    const rows = (page.json?.data ?? []) as { event_observed_at: string }[];
+    for (const row of rows) seen.add(Date.parse(row.event_observed_at));
+    if (rows.length < 200) break;
+  }
+  const missing = org.scans.filter((s) => !seen.has(s.at)).map((s) => s.seq);
+  return ` (no visit starts at the scan of SCANS sequence ${missing.join(', ') || 'none'})`;
+}
