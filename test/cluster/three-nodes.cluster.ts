@@ -7,7 +7,7 @@
  *   3. the nats-server leading the journal stream is killed -9.
  * Afterwards: every published scan applied exactly once (one visit per scan, scans alternate between
  * two locations), every acknowledged write present, each shard's tables on its owner equal to a
- * fresh rebuild from its latest snapshot plus the journal, and the writes to the shards that never
+ * fresh rebuild from its latest snapshot plus the journal and to its standby's file, and the writes to the shards that never
  * moved were never refused outside the broker's own election.
  *
  * Run by `npm run test:cluster`, not by `npm test`: about 3 minutes of three nats-servers and three
@@ -20,7 +20,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import t from 'tap';
 import { JOURNAL_STREAM } from '../../src/shards/journalEntry.js';
 import { rebuildShard } from '../../src/shards/replay.js';
-import { served } from '../helpers/cluster.js';
+import { served, standbyShards } from '../helpers/cluster.js';
 import { startNatsCluster } from '../helpers/natsCluster.js';
 import { drained, natsClient, publish, scanBody } from '../helpers/scans.js';
 import { firstDifference, tables } from '../helpers/shardWorkload.js';
@@ -282,6 +282,19 @@ t.test(
         (err: Error) => err.message,
       );
       t.match(difference, /^equal/, `shard ${shard}: the owner's tables equal a rebuild from snapshot plus journal: ${difference}`);
+    }
+    // ... and the standby's file: with two live nodes, each follows the other's shards.
+    for (const shard of ALL) {
+      const owner = owners.get(shard)!;
+      const standby = owner === survivor ? paused : survivor;
+      const equal = await eventually(
+        async () =>
+          (await standbyShards(standby)).includes(shard) &&
+          firstDifference(tables(shardPath(owner.dataDir, shard)), tables(shardPath(standby.dataDir, shard))) === undefined,
+        60_000,
+        500,
+      ).catch(() => false);
+      t.ok(equal, `shard ${shard}: ${nameOf(standby)} is its standby, and its file equals the owner's (${nameOf(owner)}), table by table`);
     }
   },
 );

@@ -43,20 +43,21 @@ t.test('a delivery taken by another puller of the durable is applied all the sam
   await publish(nc, `scans.${org.id}.fixed`, scanBody('L1', ['rfid:SP1'], new Date(at + 2000)));
 
   // Within the ack wait (60 s): the taken scan was not waited for.
-  const history = await eventually(
-    async () => {
-      const res = await trackd.request('GET', `/api/v1/assets/${assetId}/history?sort=event_observed_at`, { token });
-      return res.json?.total_count === 3 && res.json.data;
-    },
-    30_000,
-  ).catch(async () => (await trackd.request('GET', `/api/v1/assets/${assetId}/history?sort=event_observed_at`, { token })).json?.data);
+  const history = await eventually(async () => {
+    const res = await trackd.request('GET', `/api/v1/assets/${assetId}/history?sort=event_observed_at`, { token });
+    return res.json?.total_count === 3 && res.json.data;
+  }, 30_000).catch(
+    async () => (await trackd.request('GET', `/api/v1/assets/${assetId}/history?sort=event_observed_at`, { token })).json?.data,
+  );
   t.same(
     (history as { location: { external_key: string } }[]).map((row) => row.location.external_key),
     ['L1', 'L2', 'L1'],
     'three visits, the taken scan among them, in order',
   );
   t.ok(
-    trackd.logs().some((l) => l.msg === 'scan consumer session ends; resuming from the ack floor' && /delivery sequence gap/.test(l.reason)),
+    trackd
+      .logs()
+      .some((l) => l.msg === 'scan consumer session ends; resuming from the ack floor' && /delivery sequence gap/.test(l.reason)),
     'the consumer saw the gap and resumed from its ack floor',
   );
 });
