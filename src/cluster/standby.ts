@@ -85,6 +85,8 @@ class Follower {
   private writer: ShardWriter | undefined;
   private journal: ShardJournal | undefined;
   private stopping = false;
+  /** Aborts a catch-up in progress (a snapshot download, a replay) when the follower stops. */
+  private readonly abort = new AbortController();
   private wake: (() => void) | undefined;
   private readonly loop: Promise<void>;
   position = 0;
@@ -109,11 +111,12 @@ class Follower {
         this.journal ??= await ShardJournal.open(this.settings, this.shard);
         if (this.writer === undefined) {
           const journal = this.journal;
-          const started = await catchUp(this.settings, journal, file, () => openReplayWriter(file, this.shard), report);
+          const started = await catchUp(this.settings, journal, file, () => openReplayWriter(file, this.shard), report, this.abort.signal);
           this.writer = started.writer;
           this.position = started.position;
-        } else this.position = (await reconcile(this.writer, this.journal, report)).position;
+        } else this.position = (await reconcile(this.writer, this.journal, report, this.abort.signal)).position;
       } catch (err) {
+        if (this.stopping) break;
         this.logger.warn({ shard: this.shard, err: (err as Error).message }, 'cluster standby: catching up failed; retrying');
         this.closeWriter();
       }
@@ -138,6 +141,7 @@ class Follower {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    this.abort.abort();
     this.wake?.();
     await this.loop;
   }

@@ -172,6 +172,7 @@ class ScanConsumer implements ScanIngest {
         // former owner's pull request, still queued at the server) may take the next one first.
         this.lastDelivery = delivered;
         this.messages = await consumer.consume({ max_messages: this.options.maxMessages });
+        this.services.logger.info({ stream: this.source.stream, consumer: this.durable, delivered }, 'scan consumer session starts');
         this.setReady(true);
         backoff.reset();
         for await (const msg of this.messages) this.accept(msg);

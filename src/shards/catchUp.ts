@@ -19,12 +19,14 @@ export async function catchUp(
   file: string,
   open: () => Promise<ShardWriter>,
   report: (event: JournalEvent) => void,
+  /** A standby's stop: the snapshot download and the replay end early (an error), the file left as it was or absent. */
+  signal?: AbortSignal,
 ): Promise<{ writer: ShardWriter; position: number }> {
   removeSnapshotLeftovers(file);
   let restored: { position: number; bytes: number; ms: number } | undefined;
   const restore = async () => {
     const started = performance.now();
-    const snapshot = await restoreSnapshot(settings, journal.index, file);
+    const snapshot = await restoreSnapshot(settings, journal.index, file, signal);
     if (snapshot !== undefined)
       restored = { position: snapshot.journalPosition, bytes: snapshot.bytes, ms: Math.round(performance.now() - started) };
   };
@@ -32,7 +34,7 @@ export async function catchUp(
   let writer = await open();
   let outcome: { position: number; replayed: number };
   try {
-    outcome = await reconcile(writer, journal, report);
+    outcome = await reconcile(writer, journal, report, signal);
   } catch (err) {
     writer.close();
     if (!(err instanceof JournalGap) || restored !== undefined) throw err;
@@ -41,7 +43,7 @@ export async function catchUp(
     report({ kind: 'set aside', file: aside, detail: err.message });
     await restore();
     writer = await open();
-    outcome = await reconcile(writer, journal, report);
+    outcome = await reconcile(writer, journal, report, signal);
   }
   if (restored !== undefined) report({ kind: 'restored', ...restored, replayed: outcome.replayed });
   report({ kind: 'reconciled', ...outcome });
