@@ -150,7 +150,9 @@ export function walksTable(db: Db, orgId: number, query: Record<string, unknown>
   const keys = query.external_key as string[] | undefined;
   if ((keys !== undefined && keys.length > 0) || typeof query.q === 'string') return false;
   const counts = db
-    .prepare("SELECT sum(live) AS total, sum(CASE WHEN org_id = ? THEN live ELSE 0 END) AS org FROM master_live_counts WHERE tbl = 'assets'")
+    .prepare(
+      "SELECT sum(live) AS total, sum(CASE WHEN org_id = ? THEN live ELSE 0 END) AS org FROM master_live_counts WHERE tbl = 'assets'",
+    )
     .get(orgId) as { total: number | null; org: number | null };
   return (counts.org ?? 0) * 2 >= (counts.total ?? 0) && (counts.org ?? 0) > 0;
 }
@@ -164,10 +166,10 @@ export function assetExportSql(
   walkTable = false,
 ): Knex.QueryBuilder {
   const columns = format === 'ndjson' ? [ASSET_LINE_SQL] : [...masterColumns('a'), 'a.metadata', tagsJsonColumn('a', 'asset_id')];
-  const from = walkTable ? sqlBuilder.from(sqlBuilder.raw('assets AS a NOT INDEXED')).where('a.org_id', orgId) : orgQuery('assets', 'a', orgId);
-  return applyMasterFilters(from, 'a', orgId, query, now, 'asset_id')
-    .select(sqlColumns(columns))
-    .orderBy('a.id');
+  const from = walkTable
+    ? sqlBuilder.from(sqlBuilder.raw('assets AS a NOT INDEXED')).where('a.org_id', orgId)
+    : orgQuery('assets', 'a', orgId);
+  return applyMasterFilters(from, 'a', orgId, query, now, 'asset_id').select(sqlColumns(columns)).orderBy('a.id');
 }
 
 /** GET /api/v1/assets/export: the asset list's filters (no paging, no sort: by id). */
