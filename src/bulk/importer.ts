@@ -100,18 +100,25 @@ class BatchSender {
     const processedBefore = this.sentRows;
     this.sentRows += batch.count;
     const sent = plan.shard
-      .send(plan.command, {
-        orgId: plan.orgId,
-        jobId: plan.jobId,
-        mode: plan.mode,
-        dryRun: plan.dryRun,
-        atomic: plan.atomic,
-        rows: batch.rows,
-        errors: batch.errors,
-        failedRows: batch.failedRows,
-        throughRow,
-        processedBefore,
-      })
+      .send(
+        plan.command,
+        {
+          orgId: plan.orgId,
+          jobId: plan.jobId,
+          mode: plan.mode,
+          dryRun: plan.dryRun,
+          atomic: plan.atomic,
+          rows: batch.rows,
+          errors: batch.errors,
+          failedRows: batch.failedRows,
+          throughRow,
+          processedBefore,
+        },
+        // No deadline: a batch waits behind its own job's previous one (BATCHES_IN_FLIGHT bounds what
+        // a job queues), and the job is its only waiter. With the 10 s deadline a loaded machine
+        // failed whole imports with 503 (a bench run: a batch waited 17.7 s behind its predecessor).
+        {},
+      )
       .catch((err: unknown) => {
         this.failure ??= err;
       });
