@@ -51,11 +51,6 @@ export class ShardStandbys {
     return [...this.followers.keys()].sort((a, b) => a - b);
   }
 
-  /** The position a followed shard's file is at (0 before its first catch-up). */
-  position(shard: number): number | undefined {
-    return this.followers.get(shard)?.position;
-  }
-
   /** Starts following the shards this node is the standby of now, and stops the others. */
   async update(): Promise<void> {
     const me = this.ownership.nodeId;
@@ -89,7 +84,6 @@ class Follower {
   private readonly abort = new AbortController();
   private wake: (() => void) | undefined;
   private readonly loop: Promise<void>;
-  position = 0;
 
   constructor(
     private readonly settings: JournalSettings & { dataDir: string; pollMs: number },
@@ -113,8 +107,7 @@ class Follower {
           const journal = this.journal;
           const started = await catchUp(this.settings, journal, file, () => openReplayWriter(file, this.shard), report, this.abort.signal);
           this.writer = started.writer;
-          this.position = started.position;
-        } else this.position = (await reconcile(this.writer, this.journal, report, this.abort.signal)).position;
+        } else await reconcile(this.writer, this.journal, report, this.abort.signal);
       } catch (err) {
         if (this.stopping) break;
         this.logger.warn({ shard: this.shard, err: (err as Error).message }, 'cluster standby: catching up failed; retrying');
