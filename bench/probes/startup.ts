@@ -2,7 +2,8 @@
  * Start-up of `trackd serve` on an existing DATA_DIR (e.g. the large bench dataset kept with
  * `npm run bench -- --size large --keep`): the wall time from spawning the process to its
  * "listening" line, what each shard actor logged when it started (the report index's positions,
- * bytes and build time), and the process's resident memory once listening and after a settle:
+ * bytes and build time), and the process's resident memory once listening and after a settle (the
+ * V8 heap figures of /metrics leave out the shard threads, which hold the index):
  *
  *   node dist/bench/probes/startup.js --data-dir DIR [--nats-dir DIR] [--starts 2] [--settle-s 5]
  *
@@ -42,9 +43,6 @@ interface Start {
   shard_actors: { shard: number; report_index: Record<string, number> }[];
   rss_mb_listening?: number;
   rss_mb_settled?: number;
-  /** From /metrics after the settle: the V8 heaps of every thread together, and their external memory (SQLite, buffers). */
-  heap_used_mb?: number;
-  external_mb?: number;
   load_average_before?: number;
 }
 
@@ -80,19 +78,11 @@ async function startOnce(natsUrl: string): Promise<Start> {
     });
     const listening = rssMegabytes(child.pid!);
     await new Promise((r) => setTimeout(r, Number(values['settle-s']) * 1000));
-    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const megabytes = (name: string) => {
-      let bytes = 0;
-      for (const m of metrics.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([\\d.e+-]+)$`, 'gm'))) bytes += Number(m[1]);
-      return Math.round(bytes / 2 ** 20);
-    };
     return {
       listening_ms: Math.round(listeningMs),
       shard_actors: actors,
       rss_mb_listening: listening,
       rss_mb_settled: rssMegabytes(child.pid!),
-      heap_used_mb: megabytes('nodejs_heap_used_bytes'),
-      external_mb: megabytes('nodejs_external_memory_bytes'),
     };
   } finally {
     await stopChild(child);
