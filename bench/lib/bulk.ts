@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import Database from 'better-sqlite3';
 import type { Knex } from 'knex';
-import { eventLogSequence } from '../../src/bulk/export.js';
+import { eventLogSequence, walksTable } from '../../src/bulk/export.js';
 import { ControlPlane } from '../../src/control/controlPlane.js';
 import { addLowerFunction } from '../../src/masterdata/filters.js';
 import { scanPlacement } from '../../src/scans/placement.js';
@@ -192,6 +192,16 @@ export function eventSequence(shardFile: string, orgId: number): number {
   const db = new Database(shardFile, { readonly: true, fileMustExist: true });
   try {
     return eventLogSequence(db, orgId);
+  } finally {
+    db.close();
+  }
+}
+
+/** Whether trackd's unfiltered asset export of the org walks the table (walksTable), read as trackd reads it. */
+export function exportWalksTable(shardFile: string, orgId: number): boolean {
+  const db = new Database(shardFile, { readonly: true, fileMustExist: true });
+  try {
+    return walksTable(db, orgId, {});
   } finally {
     db.close();
   }

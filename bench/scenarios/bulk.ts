@@ -7,6 +7,7 @@ import {
   assetInsertCeiling,
   eventSequence,
   exportOnce,
+  exportWalksTable,
   fileReadCeiling,
   importFile,
   jsonRequest,
@@ -202,8 +203,9 @@ export const exportScenario: CustomScenario = {
     const pid = ctx.trackd.child.pid!;
     const assets = await exportRepeated(ctx.trackd.url, org.token, '/api/v1/assets/export', pid, 2);
     if (assets.rows % org.rows !== 0) throw new Error(`export: ${assets.rows} lines, not a multiple of the org's ${org.rows} assets`);
+    const walk = exportWalksTable(org.shardFile, org.id);
     const assetCeiling = ceilingRepeated(
-      () => selectToDevNull(org.shardFile, assetExportSql(org.id, {}, 'ndjson', Date.now()), (row: { line: string }) => row.line),
+      () => selectToDevNull(org.shardFile, assetExportSql(org.id, {}, 'ndjson', Date.now(), walk), (row: { line: string }) => row.line),
       2,
     );
     if (ctx.dataset.scannedAssets === 0) throw new Error('export: the seeded org has no scanned asset, so no report to export');

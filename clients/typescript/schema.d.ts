@@ -818,7 +818,7 @@ export interface components {
             filters?: {
                 /** @description Only events about these assets (moves, asset and tag events of them). */
                 asset_ids?: number[];
-                /** @description Only events within this location's subtree: moves from or to it or a descendant, its and its descendants' location and tag events. */
+                /** @description Only events within this location's subtree: moves from or to it or a descendant, its and its descendants' location and tag events (deletions included; soft-deleted descendants count). */
                 location_id?: number;
             };
             /** @description Deliver the events after this sequence (default: the organization's last sequence now, so only new events). */
@@ -1039,7 +1039,7 @@ export interface components {
             filters?: {
                 /** @description Only events about these assets (moves, asset and tag events of them). */
                 asset_ids?: number[];
-                /** @description Only events within this location's subtree: moves from or to it or a descendant, its and its descendants' location and tag events. */
+                /** @description Only events within this location's subtree: moves from or to it or a descendant, its and its descendants' location and tag events (deletions included; soft-deleted descendants count). */
                 location_id?: number;
             };
             /** @description `active` resumes a paused endpoint from `last_delivered_seq` (its failure count reset); `paused` stops deliveries. */
@@ -1105,7 +1105,7 @@ export interface components {
             filters: {
                 /** @description Only events about these assets (moves, asset and tag events of them). */
                 asset_ids?: number[];
-                /** @description Only events within this location's subtree: moves from or to it or a descendant, its and its descendants' location and tag events. */
+                /** @description Only events within this location's subtree: moves from or to it or a descendant, its and its descendants' location and tag events (deletions included; soft-deleted descendants count). */
                 location_id?: number;
             };
             status: "active" | "paused";
@@ -1144,7 +1144,7 @@ export interface components {
                 filters: {
                     /** @description Only events about these assets (moves, asset and tag events of them). */
                     asset_ids?: number[];
-                    /** @description Only events within this location's subtree: moves from or to it or a descendant, its and its descendants' location and tag events. */
+                    /** @description Only events within this location's subtree: moves from or to it or a descendant, its and its descendants' location and tag events (deletions included; soft-deleted descendants count). */
                     location_id?: number;
                 };
                 status: "active" | "paused";
@@ -6010,7 +6010,7 @@ export interface operations {
                 type?: ("asset.moved" | "asset.created" | "asset.updated" | "asset.deleted" | "location.created" | "location.updated" | "location.deleted" | "tag.attached" | "tag.detached")[];
                 /** @description Only events of these assets (moves, changes, their tags). */
                 asset_id?: number[];
-                /** @description Only events at this location or below it: moves from or to the subtree, its locations and their tags. */
+                /** @description Only events at this location or below it: moves from or to the subtree, its locations (deletions included; soft-deleted descendants count) and their tags. */
                 location_id?: number;
                 /** @description A stream ticket, instead of the Authorization header (browsers). */
                 ticket?: string;

@@ -9,7 +9,11 @@ import type { Shard } from '../shards/shard.js';
 export interface EventFilterSpec {
   types?: readonly string[];
   assetIds?: readonly number[];
-  /** A location: events at it or below it (moves from or to the subtree, its locations' changes and tags). */
+  /**
+   * A location: events at it or below it (moves from or to the subtree, its locations' changes, deletions
+   * and tags). The subtree counts its soft-deleted locations, so a location's deletion, and the events
+   * about it before, match whenever they are read (live, or later from a cursor).
+   */
   locationId?: number;
 }
 
@@ -69,8 +73,9 @@ export function compileFilter(spec: EventFilterSpec, inSubtree: InSubtree): Even
 }
 
 /**
- * Streams: the live subtree (as the tree stands now) read on a thread's read connection of the shard,
- * each kept until the locations change (the shard's generation counters say when).
+ * Streams: the subtree as the tree stands now, soft-deleted locations included (as `chainSubtrees`
+ * sees it), read on a thread's read connection of the shard, each kept until the locations change
+ * (the shard's generation counters say when).
  */
 export function shardSubtrees(shard: Shard, orgId: number): InSubtree {
   const cached = new Map<number, { stamp: TableStamp; ids: ReadonlySet<number> }>();
@@ -79,8 +84,8 @@ export function shardSubtrees(shard: Shard, orgId: number): InSubtree {
     const hit = cached.get(root);
     if (hit !== undefined && generations.tableCurrent('locations', hit.stamp)) return hit.ids;
     const stamp = generations.tableStamp('locations');
-    const nodes = readStatements(shard).subtree.all({ org: orgId, id: root }) as { id: number }[];
-    const ids = new Set([root, ...nodes.map((n) => n.id)]);
+    const below = readStatements(shard).subtreeWithDeleted.all({ org: orgId, id: root }) as number[];
+    const ids = new Set([root, ...below]);
     cached.set(root, { stamp, ids });
     return ids;
   };

@@ -109,7 +109,8 @@ export function eventRoutes(): Route[] {
         asset_id: { kind: 'id', repeatable: true, description: 'Only events of these assets (moves, changes, their tags).' },
         location_id: {
           kind: 'id',
-          description: 'Only events at this location or below it: moves from or to the subtree, its locations and their tags.',
+          description:
+            'Only events at this location or below it: moves from or to the subtree, its locations (deletions included; soft-deleted descendants count) and their tags.',
         },
         ticket: { kind: 'token', description: 'A stream ticket, instead of the Authorization header (browsers).' },
       },

@@ -44,6 +44,8 @@ export class LocationStatements {
   readonly ancestors: Statement;
   /** Live nodes of the subtree under a location (itself excluded), any order. */
   readonly subtree: Statement;
+  /** Every node below a location (itself excluded), soft-deleted ones included: what an event filter's subtree holds. */
+  readonly subtreeWithDeleted: Statement;
   readonly liveDescendantCount: Statement;
   readonly hasLiveChild: Statement;
   readonly childrenPage: Statement;
@@ -76,6 +78,15 @@ export class LocationStatements {
         WHERE c.deleted_at IS NULL
       )
       SELECT id, parent_id, valid_from, valid_to FROM down`);
+    this.subtreeWithDeleted = db
+      .prepare(`
+      WITH RECURSIVE down(id) AS (
+        SELECT c.id FROM locations c INDEXED BY locations_parent WHERE c.org_id = :org AND c.parent_id = :id
+        UNION ALL
+        SELECT c.id FROM down CROSS JOIN locations c INDEXED BY locations_parent ON c.org_id = :org AND c.parent_id = down.id
+      )
+      SELECT id FROM down`)
+      .pluck();
     this.liveDescendantCount = db
       .prepare(`
       WITH RECURSIVE down(id) AS (

@@ -1,5 +1,12 @@
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
-import { JetStreamApiCodes, JetStreamApiError, StorageType, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
+import {
+  JetStreamApiCodes,
+  JetStreamApiError,
+  StorageType,
+  jetstreamManager,
+  type JetStreamManager,
+  type StreamInfo,
+} from '@nats-io/jetstream';
 
 export const SCANS_STREAM = 'SCANS';
 export const SCANS_DEAD_STREAM = 'SCANS_DEAD';
@@ -50,6 +57,27 @@ export async function streamWithLeader(jsm: JetStreamManager, name: string, time
     const info = await jsm.streams.info(name);
     if (info.cluster === undefined || info.cluster.leader || Date.now() > deadline) return info;
     await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * Resolves once JetStream answers on this connection. A cluster's servers started together (a
+ * deploy, a test) have no JetStream meta leader for a few seconds: requests meanwhile get "jetstream
+ * is not enabled" (the server's 503), no responders or a timeout. Other errors throw at once.
+ */
+export async function jetStreamReady(nc: NatsConnection, timeoutMs = 60_000): Promise<void> {
+  const jsm = await jetstreamManager(nc, { timeout: 2_000 });
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await jsm.getAccountInfo();
+      return;
+    } catch (err) {
+      const { name, message } = err as Error;
+      const electing = /jetstream is not enabled|no responders/i.test(message) || name === 'TimeoutError' || name === 'NoRespondersError';
+      if (!electing || Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
   }
 }
 

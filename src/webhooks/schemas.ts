@@ -25,7 +25,7 @@ export const WebhookFilters = Type.Object(
         minimum: 1,
         maximum: 2147483647,
         description:
-          "Only events within this location's subtree: moves from or to it or a descendant, its and its descendants' location and tag events.",
+          "Only events within this location's subtree: moves from or to it or a descendant, its and its descendants' location and tag events (deletions included; soft-deleted descendants count).",
       }),
     ),
   },
