@@ -11,13 +11,14 @@ import { parseOptions } from './lib/args.js';
 import { runBench } from './lib/runner.js';
 
 const options = parseOptions(process.argv.slice(2));
-const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tdbench-'));
+// --reuse: the kept work directory of an earlier run, measured again and kept.
+const workDir = options.reuse ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tdbench-'));
 try {
   await runBench(options, workDir);
 } catch (err) {
   process.stderr.write(`bench failed: ${(err as Error).stack ?? String(err)}\n`);
   process.exitCode = 1;
 } finally {
-  if (options.keep) process.stderr.write(`[bench] kept ${workDir}\n`);
+  if (options.keep || options.reuse) process.stderr.write(`[bench] kept ${workDir}\n`);
   else fs.rmSync(workDir, { recursive: true, force: true });
 }

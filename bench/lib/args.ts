@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { ROOT } from './processes.js';
 import type { BenchOptions } from './scenario.js';
 
-const USAGE = `usage: npm run bench -- [--size tiny|small|large] [--only s1,s2] [--runs N] [--duration S] [--warmup S] [--connections N] [--out FILE] [--keep] [--profile] [--generator auto|autocannon] [--compare s1,s2] [--bulk-rows N]`;
+const USAGE = `usage: npm run bench -- [--size tiny|small|large] [--only s1,s2] [--runs N] [--duration S] [--warmup S] [--connections N] [--out FILE] [--keep] [--reuse DIR] [--profile] [--generator auto|autocannon] [--compare s1,s2] [--bulk-rows N]`;
 
 export function parseOptions(argv: string[]): BenchOptions {
   const { values } = parseArgs({
@@ -19,6 +19,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       keys: { type: 'string', default: '8' },
       out: { type: 'string' },
       keep: { type: 'boolean' },
+      reuse: { type: 'string' },
       profile: { type: 'boolean' },
       generator: { type: 'string', default: 'auto' },
       'bulk-rows': { type: 'string' },
@@ -49,6 +50,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     keys: Math.floor(positive('keys', values.keys)),
     bulkRows: values['bulk-rows'] === undefined ? undefined : Math.floor(positive('bulk-rows', values['bulk-rows'])),
     keep: values.keep ?? false,
+    reuse: values.reuse === undefined ? undefined : path.resolve(values.reuse),
     profile: values.profile ?? false,
     generator: values.generator === 'autocannon' ? 'autocannon' : 'auto',
     out: path.resolve(values.out ?? path.join(ROOT, 'bench', 'results', 'latest.json')),

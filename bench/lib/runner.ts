@@ -12,6 +12,7 @@ import { PRODUCTION_ENV, TrackdProcess, mintKeys, startBenchNats, trackdCli } fr
 import { seedHistory } from '../dataset/history.js';
 import { SCAN_OPERATIONS } from './ingest.js';
 import { wrkAvailable } from './wrk.js';
+import { markEventsRelayed, readDataset, saveDataset } from './seeded.js';
 
 const FIXED: RequestTemplate[] = [{ method: 'GET', paths: ['/bench/fixed'], anonymous: true }];
 const log = (text: string) => process.stderr.write(`[bench] ${text}\n`);
@@ -21,14 +22,16 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
   const nats = await startBenchNats(path.join(workDir, 'nats'));
   const stops: (() => Promise<void>)[] = [() => nats.stop()];
   try {
-    log(`seeding the ${options.size} dataset`);
-    const org = trackdCli(dataDir, ['orgs', 'create', '--name', 'Bench Org']) as { id: number };
-    const dataset = await loadMasterData(dataDir, org.id, options.size, SIZES[options.size]);
-    log(`master data loaded in ${dataset.seconds.masterData} s`);
+    const dataset = options.reuse === undefined ? await seedMasterData(options, dataDir) : readDataset(workDir);
+    if (dataset.size !== options.size) throw new Error(`--reuse ${workDir} holds the ${dataset.size} dataset, not --size ${options.size}`);
+    if (options.reuse !== undefined) {
+      log(`reusing the ${dataset.size} dataset seeded in ${workDir}`);
+      dataset.notes.push(`--reuse: the dataset kept in ${workDir} by an earlier run, with that run's writes`);
+    }
     const trackd = await TrackdProcess.start({ dataDir, natsUrl: nats.url, nodeArgs: profileArgs(options) });
     let current = trackd;
     stops.unshift(() => current.stop());
-    const tokens = mintKeys(dataDir, org.id, options.keys);
+    const tokens = mintKeys(dataDir, dataset.orgId, options.keys);
     const request = async (method: string, urlPath: string, body?: unknown) => {
       const res = await fetch(`${current.url}${urlPath}`, {
         method,
@@ -63,11 +66,19 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
         ctx.trackd = current = await TrackdProcess.start({ dataDir, natsUrl: nats.url, env, nodeArgs: profileArgs(options) });
       },
     };
-    if (SCAN_OPERATIONS.every((op) => operations.has(op))) {
-      log(`seeding ${SIZES[options.size].historyRows} history rows through the ingest path`);
-      await seedHistory(ctx, SIZES[options.size]);
-      log(`history seeded in ${dataset.seconds.history} s`);
-    } else dataset.notes.push('no history seeded: trackd has no scan read endpoints yet');
+    if (options.reuse === undefined) {
+      if (SCAN_OPERATIONS.every((op) => operations.has(op))) {
+        log(`seeding ${SIZES[options.size].historyRows} history rows through the ingest path`);
+        await seedHistory(ctx, SIZES[options.size]);
+        log(`history seeded in ${dataset.seconds.history} s`);
+      } else dataset.notes.push('no history seeded: trackd has no scan read endpoints yet');
+      saveDataset(workDir, dataset);
+    }
+    await ctx.trackd.stop();
+    const marked = markEventsRelayed(dataDir);
+    log(`${marked} events written before the measured run marked relayed`);
+    dataset.notes.push(`${marked} events written before the measured run marked relayed (bench/lib/seeded.ts)`);
+    ctx.trackd = current = await TrackdProcess.start({ dataDir, natsUrl: nats.url, nodeArgs: profileArgs(options) });
 
     const selected = SCENARIOS.filter((s) => options.only === undefined || options.only.includes(s.name));
     if (options.only !== undefined) {
@@ -182,6 +193,15 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
       }
     }
   }
+}
+
+/** A fresh dataset's organization and master data, bulk-loaded into its shard file while trackd is stopped. */
+async function seedMasterData(options: BenchOptions, dataDir: string) {
+  log(`seeding the ${options.size} dataset`);
+  const org = trackdCli(dataDir, ['orgs', 'create', '--name', 'Bench Org']) as { id: number };
+  const dataset = await loadMasterData(dataDir, org.id, options.size, SIZES[options.size]);
+  log(`master data loaded in ${dataset.seconds.masterData} s`);
+  return dataset;
 }
 
 /**

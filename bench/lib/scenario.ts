@@ -10,8 +10,10 @@ export interface BenchOptions {
   warmupSeconds: number;
   connections: number;
   out: string;
-  /** Keep the work directory (DATA_DIR, specs) for inspection. */
+  /** Keep the work directory (DATA_DIR, specs) for inspection, or for a later run with `--reuse`. */
   keep: boolean;
+  /** A work directory kept by an earlier run (`--keep`) whose seeded dataset this run measures again, skipping the seeding. */
+  reuse?: string;
   /** Run trackd under --cpu-prof (profiles in bench/results/). */
   profile: boolean;
   /** 'auto': wrk when installed, else autocannon (which takes fractional seconds, for the tiny test). */
