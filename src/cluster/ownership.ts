@@ -1,6 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { LeaseBucket, RevisionMoved } from './leaseBucket.js';
 import { LeaseManager, type LeaseEvent } from './leases.js';
+import { whileJetStreamElects } from '../scans/streams.js';
 
 export interface OwnershipSettings {
   nodeId: string;
@@ -47,8 +48,10 @@ export class ShardOwnership {
 
   /** Opens the lease bucket, checks the cluster's shard count (recording it when first), and starts ticking. */
   static async start(nc: NatsConnection, settings: OwnershipSettings): Promise<ShardOwnership> {
-    const bucket = await LeaseBucket.open(nc, settings.replicas, Math.max(100, Math.floor(settings.leaseMs / 3)));
-    await checkShardCount(bucket, settings.shards);
+    const bucket = await whileJetStreamElects(() =>
+      LeaseBucket.open(nc, settings.replicas, Math.max(100, Math.floor(settings.leaseMs / 3))),
+    );
+    await whileJetStreamElects(() => checkShardCount(bucket, settings.shards));
     const ownership = new ShardOwnership(bucket, settings);
     ownership.manager.start();
     return ownership;

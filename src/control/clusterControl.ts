@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import { connectNats, jetStreamReady } from '../scans/streams.js';
+import { connectNats, jetStreamReady, whileJetStreamElects } from '../scans/streams.js';
 import { ControlKv } from './controlKv.js';
 import { startControlMirror } from './controlMirror.js';
 import type { ControlPlane } from './controlPlane.js';
@@ -24,8 +24,8 @@ export async function joinControlCluster(
   const nc = await connectNats(config.NATS_URL!, `trackd-control-${config.CLUSTER_NODE_ID}`, { reconnect: options.follow });
   try {
     await jetStreamReady(nc);
-    const kv = await ControlKv.open(nc, config.JOURNAL_REPLICAS);
-    if (await kv.shareSigningKey(config.DATA_DIR))
+    const kv = await whileJetStreamElects(() => ControlKv.open(nc, config.JOURNAL_REPLICAS));
+    if (await whileJetStreamElects(() => kv.shareSigningKey(config.DATA_DIR)))
       options.logger?.warn("this node's token-signing key was replaced by the cluster's: keys minted by it alone no longer verify");
     const mirror = await startControlMirror(nc, kv, control, options.logger);
     if (!options.follow) await mirror.stop();

@@ -61,24 +61,35 @@ export async function streamWithLeader(jsm: JetStreamManager, name: string, time
 }
 
 /**
- * Resolves once JetStream answers on this connection. A cluster's servers started together (a
- * deploy, a test) have no JetStream meta leader for a few seconds: requests meanwhile get "jetstream
- * is not enabled" (the server's 503), no responders or a timeout. Other errors throw at once.
+ * Whether an error is one of a JetStream cluster still electing (servers started together, a
+ * deploy, a lost server): "jetstream is not enabled" (the server's 503), no responders, a timeout.
  */
-export async function jetStreamReady(nc: NatsConnection, timeoutMs = 60_000): Promise<void> {
-  const jsm = await jetstreamManager(nc, { timeout: 2_000 });
+function whileElecting(err: unknown): boolean {
+  const { name, message } = err as Error;
+  return /jetstream is not enabled|no responders/i.test(message) || name === 'TimeoutError' || name === 'NoRespondersError';
+}
+
+/**
+ * Runs `op` until it succeeds, again after each failure of a cluster still electing (up to
+ * `timeoutMs`); any other error throws at once. For the idempotent steps of a node's start: a node
+ * started with its servers must not exit on the few seconds they take to elect their leaders.
+ */
+export async function whileJetStreamElects<T>(op: () => Promise<T>, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      await jsm.getAccountInfo();
-      return;
+      return await op();
     } catch (err) {
-      const { name, message } = err as Error;
-      const electing = /jetstream is not enabled|no responders/i.test(message) || name === 'TimeoutError' || name === 'NoRespondersError';
-      if (!electing || Date.now() > deadline) throw err;
+      if (!whileElecting(err) || Date.now() > deadline) throw err;
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }
+}
+
+/** Resolves once JetStream answers on this connection (see whileJetStreamElects). */
+export async function jetStreamReady(nc: NatsConnection, timeoutMs = 60_000): Promise<void> {
+  const jsm = await jetstreamManager(nc, { timeout: 2_000 });
+  await whileJetStreamElects(() => jsm.getAccountInfo(), timeoutMs);
 }
 
 /**
