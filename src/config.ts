@@ -36,6 +36,7 @@ export const ConfigSchema = Type.Object({
   CLUSTER_NODE_ID: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' })),
   CLUSTER_STATIC_SHARDS: Type.Optional(Type.String({ pattern: '^\\d{1,3}(,\\d{1,3})*$' })),
   LEASE_SECONDS: IntString(1, 3600),
+  CLUSTER_STANDBYS: Type.Union([Type.Literal('on'), Type.Literal('off')]),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -66,6 +67,7 @@ const DEFAULTS: Record<string, string> = {
   WEBHOOK_RETRY_MAX_MS: '3600000',
   WEBHOOK_TIMEOUT_MS: '10000',
   LEASE_SECONDS: '15',
+  CLUSTER_STANDBYS: 'on',
 };
 
 /** Cluster mode's shard count when SHARDS is unset: fixed, since every node must have the same (not its CPU count). */

@@ -25,6 +25,9 @@ import { OwnershipTable } from './cluster/ownershipTable.js';
 import { threadRpc, type ThreadRpc } from './cluster/rpcNode.js';
 import { joinControlCluster } from './control/clusterControl.js';
 
+/** How often a standby looks for new journal entries of the shards it follows. */
+const STANDBY_POLL_MS = 500;
+
 export interface RunningService {
   port: number;
   natsUrl: string;
@@ -175,6 +178,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
           leaseMs: config.LEASE_SECONDS * 1000,
           replicas: config.JOURNAL_REPLICAS,
           natsUrl: natsUrl!,
+          standbys: config.CLUSTER_STANDBYS === 'on' ? { dataDir: config.DATA_DIR, pollMs: STANDBY_POLL_MS } : undefined,
         },
         services,
         actors,

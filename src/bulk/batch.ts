@@ -1,4 +1,4 @@
-import { DomainError } from '../errors/domain.js';
+import { conflict, DomainError } from '../errors/domain.js';
 import type { FieldError } from '../errors/catalog.js';
 import { shardCommand, type ShardCommand } from '../shards/commands.js';
 import type { ShardWriter } from '../shards/writer.js';
@@ -24,6 +24,13 @@ export interface BatchArgs {
   /** Rows of the range that failed before reaching the shard. */
   failedRows: number;
   throughRow: number;
+  /**
+   * The job's processed rows once every batch sent before this one applied. The batch is refused
+   * when the job holds another count: an earlier batch was refused (late: 503) while this one was
+   * already on its way, and applying it would leave rows before its range unjudged. Absent in
+   * records written before it existed.
+   */
+  processedBefore?: number;
 }
 
 /** What one row did, or the field errors that refused it. */
@@ -67,7 +74,12 @@ export function batchCommand(name: string, apply: RowApplier): ShardCommand<Batc
     name,
     (shard, args: BatchArgs): BatchOutcome =>
       shard.writer.transaction(() => {
-        processingJob(shard, args.orgId, args.jobId);
+        const job = processingJob(shard, args.orgId, args.jobId);
+        if (args.processedBefore !== undefined && job.processed !== args.processedBefore) {
+          throw conflict(
+            `bulk job ${args.jobId}: an earlier batch was not applied (${job.processed} rows processed, ${args.processedBefore} expected); this one is refused with it`,
+          );
+        }
         let standIn = 0;
         const context: RowContext = {
           orgId: args.orgId,

@@ -89,12 +89,16 @@ class PendingBatch {
 class BatchSender {
   private readonly inFlight: Promise<unknown>[] = [];
   private failure: unknown;
+  /** Rows of the batches sent so far (each batch says how many the job must have processed before it). */
+  private sentRows = 0;
 
   constructor(private readonly plan: JobPlan) {}
 
   async send(batch: PendingBatch, throughRow = batch.throughRow): Promise<void> {
     if (this.failure !== undefined) throw this.failure;
     const { plan } = this;
+    const processedBefore = this.sentRows;
+    this.sentRows += batch.count;
     const sent = plan.shard
       .send(plan.command, {
         orgId: plan.orgId,
@@ -106,6 +110,7 @@ class BatchSender {
         errors: batch.errors,
         failedRows: batch.failedRows,
         throughRow,
+        processedBefore,
       })
       .catch((err: unknown) => {
         this.failure ??= err;

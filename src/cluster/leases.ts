@@ -101,6 +101,15 @@ export class LeaseManager {
     return new Map(this.held);
   }
 
+  /**
+   * Whether the bucket's lease of `shard` names this node now: a read of the key, not of what this
+   * node last saw (a node resumed after a pause still believes in leases taken from it meanwhile).
+   */
+  async confirm(shard: number): Promise<boolean> {
+    if (!this.held.has(shard)) return false;
+    return (await this.bucket.get<Lease>(shardKey(shard)))?.value.node === this.settings.nodeId;
+  }
+
   /** Gives a shard up (fenced, or shutting down): its lease is marked free so another node claims it at once. */
   async release(shard: number): Promise<void> {
     const revision = this.held.get(shard);

@@ -10,6 +10,7 @@ import type { JournalEvent } from '../shards/journaled.js';
 import { ownerCommand } from '../shards/ownership.js';
 import { ShardOwnership, type OwnershipEvent } from './ownership.js';
 import type { OwnershipTable } from './ownershipTable.js';
+import { ShardStandbys } from './standby.js';
 
 export interface ClusterNodeSettings {
   nodeId: string;
@@ -17,6 +18,8 @@ export interface ClusterNodeSettings {
   leaseMs: number;
   replicas: number;
   natsUrl: string;
+  /** Standbys (CLUSTER_STANDBYS): this node follows the journal of each shard it is the standby of, into its own file. */
+  standbys?: { dataDir: string; pollMs: number };
 }
 
 /**
@@ -41,6 +44,9 @@ export class ClusterNode {
   private readonly consumersReady = new Map<number, boolean>();
   private readonly serving = new Set<number>();
   private stopping = false;
+  private readonly standbys: ShardStandbys | undefined;
+  private standbyTimer: NodeJS.Timeout | undefined;
+  private standbyUpdate: Promise<void> = Promise.resolve();
 
   private constructor(
     private readonly settings: ClusterNodeSettings,
@@ -51,7 +57,15 @@ export class ClusterNode {
     private readonly sources: ScanSource[],
     /** Every thread's view of the shards served here (forwarding reads it): set once served, cleared before a shard is let go. */
     private readonly table: OwnershipTable,
-  ) {}
+  ) {
+    const standbys = settings.standbys;
+    if (standbys !== undefined)
+      this.standbys = new ShardStandbys(
+        { natsUrl: settings.natsUrl, replicas: settings.replicas, shards: settings.shards, ...standbys },
+        ownership,
+        services.logger,
+      );
+  }
 
   static async start(
     settings: ClusterNodeSettings,
@@ -69,6 +83,7 @@ export class ClusterNode {
       ownership.on((event) => node.onOwnership(event));
       ownership.onError((detail) => services.logger.warn({ detail }, 'cluster lease bucket operation failed'));
       node.collectMetrics();
+      node.followStandbys();
       services.logger.info({ node: settings.nodeId, shards: settings.shards, lease_ms: settings.leaseMs }, 'cluster node started');
       return node;
     } catch (err) {
@@ -108,6 +123,8 @@ export class ClusterNode {
     if (this.stopping || !this.ownership.holds(shard)) return;
     const started = performance.now();
     this.logger.info({ shard, epoch, from: from || null }, 'cluster shard lease acquired: starting its actor');
+    // A standby's file is the one the actor opens: its follower lets go of it first.
+    await this.standbys?.stop(shard);
     this.actors.admit(shard);
     try {
       const opened = await this.services.shards.open(shard);
@@ -127,7 +144,7 @@ export class ClusterNode {
     this.consumersReady.set(shard, false);
     this.updateReadiness();
     const ingest = await startScanIngest(this.services, this.nc, this.sources, {
-      shard: { index: shard, count: this.settings.shards },
+      shard: { index: shard, count: this.settings.shards, owned: () => this.ownership.confirm(shard) },
       onReadiness: (ready) => {
         if (!this.ingests.has(shard) && !ready) return;
         this.consumersReady.set(shard, ready);
@@ -160,6 +177,19 @@ export class ClusterNode {
     this.updateReadiness();
   }
 
+  /** Every lease period / 3, the standbys follow what the last lease reads say. */
+  private followStandbys(): void {
+    if (this.standbys === undefined) return;
+    const every = Math.max(50, Math.floor(this.settings.leaseMs / 3));
+    const tick = () => {
+      this.standbyUpdate = this.standbyUpdate
+        .then(() => (this.stopping ? undefined : this.standbys!.update()))
+        .catch((err: unknown) => this.logger.warn({ err: (err as Error).message }, 'cluster standby update failed'));
+      if (!this.stopping) this.standbyTimer = setTimeout(tick, every);
+    };
+    this.standbyTimer = setTimeout(tick, every);
+  }
+
   private updateReadiness(): void {
     this.services.readiness.consumer = [...this.consumersReady.values()].every(Boolean);
   }
@@ -174,6 +204,14 @@ export class ClusterNode {
           { shard: String(shard), node: this.settings.nodeId },
           this.serving.has(shard) ? 1 : 0,
         );
+      const following = new Set(this.standbys?.following() ?? []);
+      for (let shard = 0; shard < this.settings.shards; shard++)
+        metrics.set(
+          'trackd_cluster_shard_standby',
+          "Whether this node is the shard's standby now (cluster mode: it follows the shard's journal into its own file)",
+          { shard: String(shard), node: this.settings.nodeId },
+          following.has(shard) ? 1 : 0,
+        );
     });
   }
 
@@ -183,6 +221,9 @@ export class ClusterNode {
    */
   async stop(): Promise<void> {
     this.stopping = true;
+    clearTimeout(this.standbyTimer);
+    await this.standbyUpdate;
+    await this.standbys?.stopAll();
     await this.ownership.stop();
     await Promise.all(this.transitions.values());
     const held = this.ownership.held();

@@ -63,6 +63,11 @@ export class ShardOwnership {
     return this.manager.holding().has(shard);
   }
 
+  /** Whether the lease of shard `shard` names this node now, read from the bucket (see LeaseManager.confirm). */
+  confirm(shard: number): Promise<boolean> {
+    return this.manager.confirm(shard);
+  }
+
   /** The shards this node holds, ascending. */
   held(): number[] {
     return [...this.manager.holding().keys()].sort((a, b) => a - b);

@@ -91,11 +91,12 @@ export class EventHub {
   private readonly subscribers = new Set<Subscriber>();
   private timer: NodeJS.Timeout | undefined;
   private lastHeartbeat = Date.now();
-  readonly closedBy = new Map<CloseReason, number>();
 
   constructor(
     private readonly authenticator: Authenticator,
     private readonly options: HubOptions = DEFAULT_HUB_OPTIONS,
+    /** Told each stream the server ends, with why (the metrics count them). */
+    private readonly onClosed: (reason: CloseReason) => void = () => {},
   ) {}
 
   /** Starts streaming to `sink` after `cursor`; returns the function that detaches it (client gone). */
@@ -124,7 +125,7 @@ export class EventHub {
   close(sub: Subscriber, reason: CloseReason): void {
     if (sub.closed) return;
     this.detach(sub);
-    this.closedBy.set(reason, (this.closedBy.get(reason) ?? 0) + 1);
+    this.onClosed(reason);
     sub.sink.end(reason, sub.cursor);
   }
 

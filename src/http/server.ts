@@ -148,7 +148,11 @@ export class HttpServer {
     this.limiter = new RateLimiter(options.rateLimitPerMinute, options.rateLimitBuffers);
     this.limitText = String(options.rateLimitPerMinute);
     this.clock = options.clock ?? systemClock;
-    this.streams = new EventHub(options.authenticator, options.eventStreams ?? DEFAULT_HUB_OPTIONS);
+    this.streams = new EventHub(options.authenticator, options.eventStreams ?? DEFAULT_HUB_OPTIONS, (reason) => {
+      options.metrics.counter('event_streams_closed_total', 'Event streams (SSE, WebSocket subscriptions) the server ended, by reason', {
+        reason,
+      }).value++;
+    });
     this.app.ws(
       EVENTS_WS_PATH,
       eventSocket({

@@ -90,7 +90,8 @@ class ScanConsumer implements ScanIngest {
   private pending = 0;
   private messages: ConsumerMessages | undefined;
   private sessionBroken = false;
-  private lastDelivery: number | undefined;
+  /** The consumer's last delivery (its sequence) this session saw, or that the consumer had made when the session began. */
+  private lastDelivery = 0;
   /** The stream holds messages not yet delivered to us (a backlog): batches gather instead of applying at once. */
   private backlog = false;
   private stopping = false;
@@ -164,11 +165,14 @@ class ScanConsumer implements ScanIngest {
     const backoff = new Backoff(250);
     while (!this.stopping) {
       try {
-        await this.prepareConsumer();
+        const delivered = await this.prepareConsumer();
         const consumer = await this.js.consumers.get(this.source.stream, this.durable);
         this.sessionBroken = false;
-        this.lastDelivery = undefined;
+        // The first delivery is checked too: another client pulling from this durable (a paused
+        // former owner's pull request, still queued at the server) may take the next one first.
+        this.lastDelivery = delivered;
         this.messages = await consumer.consume({ max_messages: this.options.maxMessages });
+        this.services.logger.info({ stream: this.source.stream, consumer: this.durable, delivered }, 'scan consumer session starts');
         this.setReady(true);
         backoff.reset();
         for await (const msg of this.messages) this.accept(msg);
@@ -182,8 +186,13 @@ class ScanConsumer implements ScanIngest {
     }
   }
 
-  /** Ensures the streams and the durable consumer; re-creates it at its ack floor when it holds unacked deliveries. */
-  private async prepareConsumer(): Promise<void> {
+  /**
+   * Ensures the streams and the durable consumer; re-creates it at its ack floor when it holds
+   * unacked deliveries. Returns the consumer's last delivery sequence (0 for a new one).
+   */
+  private async prepareConsumer(): Promise<number> {
+    if (this.only?.owned !== undefined && !(await this.only.owned()))
+      throw new Error(`shard ${this.only.index} is no longer owned here: its consumer is left to its owner`);
     // In a cluster the inputs need the journal's copies: a lost server must not lose acknowledged scans.
     const replicas = this.services.config.JOURNAL_REPLICAS;
     const stream = await ensureStream(this.jsm, this.source.stream, this.source.subjects, replicas);
@@ -197,10 +206,10 @@ class ScanConsumer implements ScanIngest {
       if (!isApiError(err, JetStreamApiCodes.ConsumerNotFound)) throw err;
     }
     if (info !== undefined) this.setPending(info.num_pending);
-    if (info !== undefined && info.num_ack_pending === 0) return;
+    if (info !== undefined && info.num_ack_pending === 0) return info.delivered.consumer_seq;
     const start = info === undefined ? 1 : info.ack_floor.stream_seq + 1;
     if (info !== undefined) await this.jsm.consumers.delete(this.source.stream, this.durable);
-    await this.jsm.consumers.add(this.source.stream, {
+    const created = await this.jsm.consumers.add(this.source.stream, {
       durable_name: this.durable,
       ack_policy: AckPolicy.Explicit,
       ack_wait: nanos(ACK_WAIT_MS),
@@ -208,7 +217,8 @@ class ScanConsumer implements ScanIngest {
       max_deliver: -1,
       ...(start > 1 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start } : { deliver_policy: DeliverPolicy.All }),
     });
-    this.services.logger.info({ start_seq: start, stream: this.source.stream }, 'scan consumer created');
+    this.services.logger.info({ start_seq: start, stream: this.source.stream, consumer: this.durable }, 'scan consumer created');
+    return created.delivered.consumer_seq;
   }
 
   private setPending(pending: number): void {
@@ -231,7 +241,7 @@ class ScanConsumer implements ScanIngest {
   private accept(msg: JsMsg): void {
     if (this.sessionBroken) return;
     const info = msg.info;
-    if (this.lastDelivery !== undefined && info.deliverySequence !== this.lastDelivery + 1) {
+    if (info.deliverySequence !== this.lastDelivery + 1) {
       // A delivery we never saw: applying this one could move a shard's applied sequence past it.
       this.endSession(`delivery sequence gap (${this.lastDelivery} -> ${info.deliverySequence})`);
       return;
@@ -315,7 +325,19 @@ class ScanConsumer implements ScanIngest {
    * apply is dead-lettered once (with every reason) after the rest of it applied.
    */
   private async settle(batch: InHand[], outcomes: ScanOutcome[]): Promise<void> {
-    const { ack, dead, tallies } = settleOutcomes(batch, outcomes);
+    const { ack, redelivered, dead, tallies } = settleOutcomes(batch, outcomes);
+    if (redelivered.length > 0)
+      // Rare outside restarts, and what to look for when a scan is missing: its message acked as applied.
+      this.services.logger.info(
+        {
+          stream: this.source.stream,
+          consumer: this.durable,
+          count: redelivered.length,
+          first: redelivered[0]!.msg.seq,
+          last: redelivered.at(-1)!.msg.seq,
+        },
+        'scan messages redelivered, already applied: acked without effect',
+      );
     const deadLettered = dead.map(({ message, detail }) =>
       this.publishDead(message.msg, message.orgToken, { reason: 'unknown_location', detail }, message.labels),
     );
@@ -433,6 +455,11 @@ export async function startScanIngest(
 export interface ShardFilter {
   index: number;
   count: number;
+  /**
+   * Whether this node still owns the shard, asked before each session touches the shared durable
+   * consumer (re-creating it under its new owner would take deliveries from that owner).
+   */
+  owned?: () => Promise<boolean>;
 }
 
 export interface ShardIngestOptions {

@@ -22,6 +22,8 @@ export interface Settled {
 export interface Settlement<M> {
   /** Messages to ack now. */
   ack: M[];
+  /** Of those, the redeliveries: messages the shard had applied already, acked without effect. */
+  redelivered: M[];
   /** Messages to copy to the dead-letter stream (then ack), with the details of every scan that could not apply. */
   dead: { message: M; detail: string }[];
   tallies: Tally[];
@@ -36,6 +38,7 @@ export interface Settlement<M> {
 export function settleOutcomes<M extends Settled>(batch: readonly M[], outcomes: readonly ScanOutcome[]): Settlement<M> {
   const tallies = new Map<string, Tally>();
   const ack: M[] = [];
+  const redelivered: M[] = [];
   const dead: { message: M; detail: string }[] = [];
   let at = 0;
   for (const message of batch) {
@@ -50,6 +53,7 @@ export function settleOutcomes<M extends Settled>(batch: readonly M[], outcomes:
     if (own[0]?.kind === 'redelivered') {
       tally.redelivered++;
       ack.push(message);
+      redelivered.push(message);
       continue;
     }
     const deadDetails: string[] = [];
@@ -67,5 +71,5 @@ export function settleOutcomes<M extends Settled>(batch: readonly M[], outcomes:
     if (deadDetails.length > 0) dead.push({ message, detail: deadDetails.join('; ') });
     else ack.push(message);
   }
-  return { ack, dead, tallies: [...tallies.values()] };
+  return { ack, redelivered, dead, tallies: [...tallies.values()] };
 }

@@ -41,6 +41,8 @@ export async function reconcile(
   writer: ShardWriter,
   journal: ShardJournal,
   onEvent: (event: JournalEvent) => void,
+  /** Checked before each entry: an abort ends the replay there (each entry applied is committed with its position). */
+  signal?: AbortSignal,
 ): Promise<{ position: number; replayed: number }> {
   const at = writer.journalPosition();
   const last = await journal.last();
@@ -69,6 +71,7 @@ export async function reconcile(
   let position = from;
   let replayed = 0;
   for await (const entry of journal.entries(from, last)) {
+    signal?.throwIfAborted();
     await applyEntry(writer, journal.created, entry.seq, await recordsOf(entry.data, position, journal));
     position = entry.seq;
     replayed++;

@@ -19,10 +19,11 @@ const recordedIdsOnly: IdSource = {
 /** A writer on a new shard file (the shard migrations applied), drawing only recorded ids. */
 async function openFresh(file: string, index: number): Promise<ShardWriter> {
   if (fs.existsSync(file)) throw new Error(`replay: ${file} exists; a replay starts from a fresh shard file`);
-  return openWriter(file, index);
+  return openReplayWriter(file, index);
 }
 
-const openWriter = (file: string, index: number) =>
+/** A writer on shard file `file` that applies journal entries only (a rebuild, a standby): it draws no ids. */
+export const openReplayWriter = (file: string, index: number) =>
   ShardWriter.open(path.dirname(file), index, recordedIdsOnly, new ShardGenerations(), { placement: scanPlacement }, file);
 
 /**
@@ -63,7 +64,7 @@ export async function rebuildShard(
   options: { fromSnapshot: boolean },
 ): Promise<{ snapshot?: SnapshotInfo; position: number; replayed: number }> {
   const snapshot = options.fromSnapshot ? await restoreSnapshot(settings, index, file) : undefined;
-  const writer = snapshot === undefined ? await openFresh(file, index) : await openWriter(file, index);
+  const writer = snapshot === undefined ? await openFresh(file, index) : await openReplayWriter(file, index);
   const journal = await ShardJournal.open(settings, index);
   try {
     return { snapshot, ...(await reconcile(writer, journal, () => {})) };

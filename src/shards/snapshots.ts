@@ -166,16 +166,27 @@ export async function latestSnapshot(settings: JournalSettings, index: number): 
  * has none. The file then holds the state as of the snapshot's journal position, which a reconcile
  * brings up to the journal's last entry.
  */
-export async function restoreSnapshot(settings: JournalSettings, index: number, file: string): Promise<SnapshotInfo | undefined> {
+export async function restoreSnapshot(
+  settings: JournalSettings,
+  index: number,
+  file: string,
+  /** Ends the restore early (a standby whose node takes the shard over): nothing is left at `file`. */
+  signal?: AbortSignal,
+): Promise<SnapshotInfo | undefined> {
   if (fs.existsSync(file)) throw new Error(`restore: ${file} exists`);
   const partial = `${file}.restoring`;
   return retryOnTimeout(() =>
     withBucket(settings, async (bucket) => {
+      signal?.throwIfAborted();
       const object = await bucket.get(snapshotName(index));
       if (object === null) return undefined;
       fs.mkdirSync(path.dirname(file), { recursive: true });
       try {
-        await pipeline(Readable.fromWeb(object.data as never), fs.createWriteStream(partial));
+        await pipeline(
+          Readable.fromWeb(object.data as never),
+          fs.createWriteStream(partial),
+          ...(signal === undefined ? [] : [{ signal }]),
+        );
         const failed = await object.error;
         if (failed) throw failed;
       } catch (err) {

@@ -3,7 +3,6 @@
  * one writer, one command at a time, in arrival order per port; with a journal, in rounds that
  * commit once their journal entry is stored (journaled.ts).
  */
-import fs from 'node:fs';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { ABANDON_INTERRUPTED, hasInterruptedJobs } from '../bulk/jobs.js';
 import { ControlPlane } from '../control/controlPlane.js';
@@ -16,8 +15,8 @@ import { reportIndexOf } from '../scans/reportIndex.js';
 import './commandIndex.js';
 import { ShardGenerations } from './generations.js';
 import { ShardJournal, type JournalSettings } from './journal.js';
-import { JournaledActor, reconcile, type JournalEvent } from './journaled.js';
-import { JournalGap } from './journalEntry.js';
+import { catchUp } from './catchUp.js';
+import { JournaledActor, type JournalEvent } from './journaled.js';
 import type { CommandMessage } from './mailbox.js';
 import { jsonLinesSink, recordFile } from './records.js';
 import { pruneCommand } from '../events/commands.js';
@@ -26,7 +25,6 @@ import { recordProgress } from '../webhooks/commands.js';
 import { WebhookDispatcher, type WebhookSettings } from '../webhooks/dispatcher.js';
 import type { CommandAnswer } from './mailbox.js';
 import { SnapshotSchedule, type SnapshotPolicy } from './snapshotSchedule.js';
-import { removeSnapshotLeftovers, restoreSnapshot } from './snapshots.js';
 import { ShardWriter, shardFile } from './writer.js';
 
 export interface ShardWorkerData {
@@ -87,9 +85,9 @@ try {
   if (data.journal === undefined) writer = await open();
   else {
     journal = await ShardJournal.open(data.journal, data.index);
-    const started = await startJournaled(data.journal, journal, open, report);
-    writer = started.writer;
     const file = shardFile(data.dataDir, data.index);
+    const started = await catchUp(data.journal, journal, file, open, report);
+    writer = started.writer;
     if (data.snapshots !== undefined) {
       const entries = Math.max(0, (await journal.count()) - 1);
       schedule = new SnapshotSchedule(
@@ -179,45 +177,4 @@ try {
   parent.postMessage({ type: 'ready', reportIndex } satisfies FromShardWorker);
 } catch (err) {
   parent.postMessage({ type: 'failed', message: (err as Error).message } satisfies FromShardWorker);
-}
-
-/**
- * A journaled shard's writer brought to the journal's last entry. A node without the shard's file
- * (a new node, a lost disk) restores the latest snapshot first; a file the journal has moved past
- * (its next entries purged below a later snapshot: a node that was away) is set aside for the
- * snapshot in the same way. Then the reconcile applies the journal's entries after the position.
- */
-async function startJournaled(
-  settings: JournalSettings,
-  journal: ShardJournal,
-  open: () => Promise<ShardWriter>,
-  report: (event: JournalEvent) => void,
-): Promise<{ writer: ShardWriter; position: number }> {
-  const file = shardFile(data.dataDir, data.index);
-  removeSnapshotLeftovers(file);
-  let restored: { position: number; bytes: number; ms: number } | undefined;
-  const restore = async () => {
-    const started = performance.now();
-    const snapshot = await restoreSnapshot(settings, data.index, file);
-    if (snapshot !== undefined)
-      restored = { position: snapshot.journalPosition, bytes: snapshot.bytes, ms: Math.round(performance.now() - started) };
-  };
-  if (!fs.existsSync(file)) await restore();
-  let writer = await open();
-  let outcome: { position: number; replayed: number };
-  try {
-    outcome = await reconcile(writer, journal, report);
-  } catch (err) {
-    writer.close();
-    if (!(err instanceof JournalGap) || restored !== undefined) throw err;
-    const aside = `${file}.stale-${Date.now()}`;
-    for (const suffix of ['', '-wal', '-shm']) if (fs.existsSync(file + suffix)) fs.renameSync(file + suffix, aside + suffix);
-    report({ kind: 'set aside', file: aside, detail: err.message });
-    await restore();
-    writer = await open();
-    outcome = await reconcile(writer, journal, report);
-  }
-  if (restored !== undefined) report({ kind: 'restored', ...restored, replayed: outcome.replayed });
-  report({ kind: 'reconciled', ...outcome });
-  return { writer, position: outcome.position };
 }

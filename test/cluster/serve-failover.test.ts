@@ -4,8 +4,10 @@
  *
  * - Started together, the nodes split the 4 shards by rendezvous; each org's scans apply on its
  *   shard's owner, which answers for it over HTTP.
- * - Node A SIGSTOPped for longer than the lease: node B takes A's shards over (restoring A's
- *   snapshot plus the journal's tail) and applies the scans published meanwhile.
+ * - Each node is the standby of the other's shards: it follows their journals into its own files,
+ *   which equal the owners' table by table.
+ * - Node A SIGSTOPped for longer than the lease: node B takes A's shards over (from its standby
+ *   files plus the journal's tail) and applies the scans published meanwhile.
  * - A resumed: its leases are gone, it stops its actors and consumers; a write sent to it then
  *   answers 503 and changes nothing anywhere.
  * - Node B killed -9: A takes every shard over within about a lease period (measured).
@@ -17,7 +19,8 @@ import path from 'node:path';
 import t from 'tap';
 import { rendezvous } from '../../src/cluster/placement.js';
 import { drained, natsClient, publish, scanBody } from '../helpers/scans.js';
-import { served } from '../helpers/cluster.js';
+import { served, standbyShards } from '../helpers/cluster.js';
+import { firstDifference, tables } from '../helpers/shardWorkload.js';
 import { sharedControlPlane } from '../helpers/controlPlane.js';
 import { BIN, eventually, spawnTrackd, startNats, tempDir, type Trackd } from '../helpers/trackd.js';
 import { spawnSync } from 'node:child_process';
@@ -26,6 +29,7 @@ const SHARDS = 4;
 const LEASE_SECONDS = 5;
 const NODES = ['node-a', 'node-b'];
 const ALL = Array.from({ length: SHARDS }, (_, i) => i);
+const shardPath = (dataDir: string, shard: number) => path.join(dataDir, 'shards', `shard-${shard}.sqlite`);
 
 function cli(env: Record<string, string>, args: string[]): any {
   const r = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
@@ -170,8 +174,27 @@ t.test('shards owned by lease: split, taken over from a paused node and from a k
     200,
   );
 
-  // 2. Node A paused past its lease: B takes its shards over.
+  // Standbys (CLUSTER_STANDBYS=on, the default): with two nodes, each follows the other's shards
+  // into its own file, which equals the owner's table by table once it has caught up.
   const aShards = await served(a);
+  const bShards = await served(b);
+  const standbys = async () => [await standbyShards(a), await standbyShards(b)];
+  await eventually(async () => JSON.stringify(await standbys()) === JSON.stringify([bShards, aShards]), 30_000, 200).catch(() => undefined);
+  t.same(await standbys(), [bShards, aShards], "each node is the standby of the other's shards");
+  for (const shard of ALL) {
+    const [owner, standby] = aShards.includes(shard) ? [dirA, dirB] : [dirB, dirA];
+    const difference = await eventually(
+      () => firstDifference(tables(shardPath(owner, shard)), tables(shardPath(standby, shard))) === undefined || undefined,
+      60_000,
+      200,
+    ).then(
+      () => 'equal',
+      () => String(firstDifference(tables(shardPath(owner, shard)), tables(shardPath(standby, shard)))),
+    );
+    t.equal(difference, 'equal', `shard ${shard}: the standby's file equals the owner's, table by table`);
+  }
+
+  // 2. Node A paused past its lease: B takes its shards over.
   a.process.kill('SIGSTOP');
   const pausedAt = Date.now();
   await publishRound(5);
@@ -183,7 +206,7 @@ t.test('shards owned by lease: split, taken over from a paused node and from a k
     .logs()
     .filter((l) => l.msg === 'shard journal restored')
     .map((l) => l.shard);
-  t.same(restored.sort(), aShards, "node B restored each of A's shards from its snapshot (then the journal's tail)");
+  t.same(restored, [], "node B took A's shards over from its standby files: no snapshot restored");
   t.comment(`takeover from the paused node: ${phases(b, pausedAt)}`);
   await expectApplied(() => b, 'taken over from the paused node');
 

@@ -5,7 +5,8 @@
  */
 import t from 'tap';
 import { allEvents } from '../helpers/events.js';
-import { drained } from '../helpers/scans.js';
+import { drained, metric } from '../helpers/scans.js';
+import { eventually } from '../helpers/trackd.js';
 import { openStream } from '../helpers/sse.js';
 import { streamFixture } from '../helpers/streamFixture.js';
 
@@ -166,7 +167,16 @@ t.test('a client that stops reading is closed (slow_consumer) and resumes from i
   // About 22 MB of events (each carries its asset's metadata): more than loopback's socket buffers hold.
   const big = 'x'.repeat(900_000);
   const N = 25;
+  const closedBefore = await metric(trackd, 'event_streams_closed_total', 'reason="slow_consumer"');
   for (let i = 0; i < N; i++) await post('/api/v1/assets', { name: `Big ${i}`, metadata: { big } });
+  // Still not reading until the server has given up on it: a resume before then (the posts done
+  // within the slow limit of the buffer filling up) would find the stream alive, and rightly so.
+  const closed = await eventually(
+    async () => (await metric(trackd, 'event_streams_closed_total', 'reason="slow_consumer"')) > closedBefore,
+    30_000,
+    50,
+  ).catch(() => false);
+  t.ok(closed, 'the server closed the stream of the client that did not read (event_streams_closed_total)');
   stream.resume();
   await stream.ended;
   const got = stream.events.map((e) => e.seq);

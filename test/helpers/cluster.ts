@@ -15,11 +15,21 @@ export async function startTwoNodes(t: Teardown): Promise<{ a: Trackd; b: Trackd
 }
 
 /** The shards a node serves now, from its /metrics (trackd_cluster_shard_served), ascending. */
-export async function served(node: Trackd): Promise<number[]> {
+export function served(node: Trackd): Promise<number[]> {
+  return shardsFlagged(node, 'trackd_cluster_shard_served');
+}
+
+/** The shards a node is the standby of now, from its /metrics (trackd_cluster_shard_standby), ascending. */
+export function standbyShards(node: Trackd): Promise<number[]> {
+  return shardsFlagged(node, 'trackd_cluster_shard_standby');
+}
+
+async function shardsFlagged(node: Trackd, metric: string): Promise<number[]> {
   const res = await node.http('GET', '/metrics');
+  const pattern = new RegExp(`^${metric}\\{shard="(\\d+)",node="[^"]+"\\} 1$`);
   const shards: number[] = [];
   for (const line of res.text.split('\n')) {
-    const m = /^trackd_cluster_shard_served\{shard="(\d+)",node="[^"]+"\} 1$/.exec(line);
+    const m = pattern.exec(line);
     if (m) shards.push(Number(m[1]));
   }
   return shards.sort((a, b) => a - b);

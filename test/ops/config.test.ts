@@ -23,6 +23,7 @@ t.test('configuration is validated at start: a bad value stops it with one line 
     [{ WEBHOOK_TIMEOUT_MS: '5' }, 'WEBHOOK_TIMEOUT_MS'],
     [{ CLUSTER_NODE_ID: 'n'.repeat(65) }, 'CLUSTER_NODE_ID'],
     [{ LEASE_SECONDS: '0' }, 'LEASE_SECONDS'],
+    [{ CLUSTER_STANDBYS: 'yes' }, 'CLUSTER_STANDBYS'],
     [{ CLUSTER_NODE_ID: 'node-a', NATS_URL: '' }, 'CLUSTER_NODE_ID'],
     [{ SHARD_JOURNAL: 'off', CLUSTER_NODE_ID: 'node-a' }, 'SHARD_JOURNAL'],
   ];

@@ -62,6 +62,11 @@ t.test('settling: redeliveries ack as a whole, unknown locations dead-letter onc
     ['re', 'ok', 'dup'],
   );
   t.same(
+    s.redelivered.map((m) => m.name),
+    ['re'],
+    'the redeliveries among them (logged by the consumer)',
+  );
+  t.same(
     s.dead.map((d) => [d.message.name, d.detail]),
     [
       ['mixed', 'X unknown'],

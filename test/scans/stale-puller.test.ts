@@ -1,0 +1,63 @@
+/**
+ * Another client pulling from trackd's durable consumer (in a cluster: the former owner of a shard,
+ * paused past its lease, whose pull request is still queued at the server) takes a delivery and
+ * never acks it. trackd must not apply the messages after it as if nothing were missing: its
+ * applied sequence would pass the taken one, which, redelivered after the ack wait, would then be
+ * acked as already applied (a lost scan). The first delivery of a session is checked against the
+ * consumer's last delivery like every later one; a gap re-creates the consumer at its ack floor.
+ */
+import { createInbox } from '@nats-io/transport-node';
+import t from 'tap';
+import { seed } from '../helpers/masterdata.js';
+import { natsClient, publish, scanBody } from '../helpers/scans.js';
+import { eventually, spawnTrackd } from '../helpers/trackd.js';
+
+t.test('a delivery taken by another puller of the durable is applied all the same, before the scans after it', async (t) => {
+  const trackd = await spawnTrackd(t, { env: { SHARDS: '1', HISTORY_GAP_SECONDS: '0' } });
+  const org = await trackd.createOrg('Stale puller');
+  const token = (await trackd.createKey(org.id)).token;
+  const ids = await seed(trackd, token, {
+    locations: [{ external_key: 'L1' }, { external_key: 'L2' }],
+    assets: [{ external_key: 'A-1', tags: ['rfid:SP1'] }],
+  });
+  const assetId = ids.assets['A-1']!;
+  const nc = await natsClient(t, trackd.natsUrl);
+  const at = Date.now() - 60_000;
+  await publish(nc, `scans.${org.id}.fixed`, scanBody('L1', ['rfid:SP1'], new Date(at)));
+  await eventually(async () => (await trackd.request('GET', `/api/v1/assets/${assetId}/history`, { token })).json?.total_count === 1);
+
+  // trackd stopped cleanly: the durable consumer stays, with nothing pending. A pull request of
+  // one message is queued on it before trackd's own (and never acked).
+  await trackd.stop();
+  const inbox = createInbox();
+  const taken = nc.subscribe(inbox, { max: 1 });
+  nc.publish('$JS.API.CONSUMER.MSG.NEXT.SCANS.trackd-scans', JSON.stringify({ batch: 1, expires: 120_000_000_000 }), { reply: inbox });
+  await nc.flush();
+  await trackd.restart();
+
+  await publish(nc, `scans.${org.id}.fixed`, scanBody('L2', ['rfid:SP1'], new Date(at + 1000)));
+  const first = await (async () => {
+    for await (const m of taken) return m;
+  })();
+  t.ok(first?.subject.startsWith(`scans.${org.id}.`), 'the other puller took the scan to L2');
+  await publish(nc, `scans.${org.id}.fixed`, scanBody('L1', ['rfid:SP1'], new Date(at + 2000)));
+
+  // Within the ack wait (60 s): the taken scan was not waited for.
+  const history = await eventually(async () => {
+    const res = await trackd.request('GET', `/api/v1/assets/${assetId}/history?sort=event_observed_at`, { token });
+    return res.json?.total_count === 3 && res.json.data;
+  }, 30_000).catch(
+    async () => (await trackd.request('GET', `/api/v1/assets/${assetId}/history?sort=event_observed_at`, { token })).json?.data,
+  );
+  t.same(
+    (history as { location: { external_key: string } }[]).map((row) => row.location.external_key),
+    ['L1', 'L2', 'L1'],
+    'three visits, the taken scan among them, in order',
+  );
+  t.ok(
+    trackd
+      .logs()
+      .some((l) => l.msg === 'scan consumer session ends; resuming from the ack floor' && /delivery sequence gap/.test(l.reason)),
+    'the consumer saw the gap and resumed from its ack floor',
+  );
+});
