@@ -17,6 +17,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import { shardFile } from '../../src/shards/writer.js';
 import { rendezvous } from '../../src/cluster/placement.js';
 import { drained, natsClient, publish, scanBody } from '../helpers/scans.js';
 import { served, standbyShards } from '../helpers/cluster.js';
@@ -29,7 +30,6 @@ const SHARDS = 4;
 const LEASE_SECONDS = 5;
 const NODES = ['node-a', 'node-b'];
 const ALL = Array.from({ length: SHARDS }, (_, i) => i);
-const shardPath = (dataDir: string, shard: number) => path.join(dataDir, 'shards', `shard-${shard}.sqlite`);
 
 function cli(env: Record<string, string>, args: string[]): any {
   const r = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
@@ -184,12 +184,12 @@ t.test('shards owned by lease: split, taken over from a paused node and from a k
   for (const shard of ALL) {
     const [owner, standby] = aShards.includes(shard) ? [dirA, dirB] : [dirB, dirA];
     const difference = await eventually(
-      () => firstDifference(tables(shardPath(owner, shard)), tables(shardPath(standby, shard))) === undefined || undefined,
+      () => firstDifference(tables(shardFile(owner, shard)), tables(shardFile(standby, shard))) === undefined || undefined,
       60_000,
       200,
     ).then(
       () => 'equal',
-      () => String(firstDifference(tables(shardPath(owner, shard)), tables(shardPath(standby, shard)))),
+      () => String(firstDifference(tables(shardFile(owner, shard)), tables(shardFile(standby, shard)))),
     );
     t.equal(difference, 'equal', `shard ${shard}: the standby's file equals the owner's, table by table`);
   }

@@ -18,6 +18,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstreamManager } from '@nats-io/jetstream';
 import t from 'tap';
+import { shardFile } from '../../src/shards/writer.js';
 import { JOURNAL_STREAM } from '../../src/shards/journalEntry.js';
 import { rebuildShard } from '../../src/shards/replay.js';
 import { served, standbyShards } from '../helpers/cluster.js';
@@ -29,7 +30,6 @@ import { eventually, spawnTrackd, tempDir, type Trackd } from '../helpers/trackd
 const SHARDS = 6;
 const LEASE_SECONDS = 10;
 const ALL = Array.from({ length: SHARDS }, (_, i) => i);
-const shardPath = (dataDir: string, shard: number) => path.join(dataDir, 'shards', `shard-${shard}.sqlite`);
 
 interface Org {
   id: number;
@@ -280,7 +280,7 @@ t.test(
         async () => {
           const file = path.join(dir, `rebuilt-${shard}-${Date.now()}.sqlite`);
           const rebuilt = await rebuildShard(file, { natsUrl: cluster.url, replicas: 3 }, shard, { fromSnapshot: true });
-          const diff = firstDifference(tables(shardPath(owners.get(shard)!.dataDir, shard)), tables(file));
+          const diff = firstDifference(tables(shardFile(owners.get(shard)!.dataDir, shard)), tables(file));
           return diff === undefined ? { rebuilt } : undefined;
         },
         // Retried: on nats-server before 2.12 an ephemeral consumer (the object store's reader, the
@@ -300,7 +300,7 @@ t.test(
       const equal = await eventually(
         async () =>
           (await standbyShards(standby)).includes(shard) &&
-          firstDifference(tables(shardPath(owner.dataDir, shard)), tables(shardPath(standby.dataDir, shard))) === undefined,
+          firstDifference(tables(shardFile(owner.dataDir, shard)), tables(shardFile(standby.dataDir, shard))) === undefined,
         60_000,
         500,
       ).catch(() => false);

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import t from 'tap';
+import { shardFile } from '../../src/shards/writer.js';
 import { journalSubject, JOURNAL_STREAM } from '../../src/shards/journalEntry.js';
 import { rebuildShard } from '../../src/shards/replay.js';
 import { latestSnapshot } from '../../src/shards/snapshots.js';
@@ -29,8 +30,6 @@ const ENV = {
   SNAPSHOT_EVERY_ENTRIES: String(EVERY),
   SNAPSHOT_EVERY_SECONDS: '3600',
 };
-
-const shardPath = (dataDir: string, shard: number) => path.join(dataDir, 'shards', `shard-${shard}.sqlite`);
 
 /**
  * Waits until shard `shard`'s schedule has nothing left to do: its latest snapshot is the first
@@ -132,7 +131,7 @@ t.test('snapshots on a schedule purge the journal and the inputs below them, and
     t.equal(restored.snapshot?.journalPosition, snapshot.journalPosition, `shard ${shard}: the latest snapshot restored`);
     t.equal(restored.replayed, tail.length, `shard ${shard}: the ${tail.length} kept entries after it replayed`);
     t.equal(
-      firstDifference(tables(shardPath(trackd.dataDir, shard)), tables(path.join(dir, `restored-${shard}.sqlite`))),
+      firstDifference(tables(shardFile(trackd.dataDir, shard)), tables(path.join(dir, `restored-${shard}.sqlite`))),
       undefined,
       `shard ${shard}: snapshot plus kept journal equals the live shard, table by table`,
     );
@@ -167,7 +166,7 @@ t.test('a node started on an empty DATA_DIR restores each shard from its snapsho
   await cold.stop();
   for (const shard of [0, 1])
     t.equal(
-      firstDifference(tables(shardPath(lost.dataDir, shard)), tables(shardPath(fresh, shard))),
+      firstDifference(tables(shardFile(lost.dataDir, shard)), tables(shardFile(fresh, shard))),
       undefined,
       `shard ${shard} on the new node equals the lost node's, table by table`,
     );
@@ -215,7 +214,7 @@ t.test('kill -9 during a snapshot: the previous snapshot stays in force, nothing
   const restored = await rebuildShard(path.join(dir, 'restored.sqlite'), { natsUrl: nats.url, replicas: 1 }, 0, { fromSnapshot: true });
   t.equal(restored.replayed, tail.length, 'the kept entries after the latest snapshot replayed');
   t.equal(
-    firstDifference(tables(shardPath(trackd.dataDir, 0)), tables(path.join(dir, 'restored.sqlite'))),
+    firstDifference(tables(shardFile(trackd.dataDir, 0)), tables(path.join(dir, 'restored.sqlite'))),
     undefined,
     'snapshot plus journal equals the live shard, table by table',
   );
