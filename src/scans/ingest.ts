@@ -310,6 +310,11 @@ class ScanConsumer implements ScanIngest {
       batch.flatMap((b) => b.items),
       { historyGapMs: this.historyGapMs, eventIdRetentionMs: this.eventIdRetentionMs, now },
     );
+    if (this.services.logger.isLevelEnabled('debug'))
+      this.services.logger.debug(
+        { stream: this.source.stream, shard: index, seqs: batch.map((b) => b.msg.seq), kinds: outcomes.map((o) => o.kind[0]).join('') },
+        'scan batch applied',
+      );
     this.services.metrics.observe(
       'trackd_scan_batch_seconds',
       'Time to apply one shard batch of scans',
@@ -325,7 +330,18 @@ class ScanConsumer implements ScanIngest {
    * apply is dead-lettered once (with every reason) after the rest of it applied.
    */
   private async settle(batch: InHand[], outcomes: ScanOutcome[]): Promise<void> {
-    const { ack, redelivered, dead, tallies } = settleOutcomes(batch, outcomes);
+    const { ack, redelivered, duplicates, dead, tallies } = settleOutcomes(batch, outcomes);
+    if (duplicates.length > 0)
+      // Re-publishes of applied event ids: what to look for when a scan is missing, with the redeliveries below.
+      this.services.logger.info(
+        {
+          stream: this.source.stream,
+          consumer: this.durable,
+          seqs: duplicates.slice(0, 50).map((d) => d.msg.seq),
+          count: duplicates.length,
+        },
+        'scan messages with event ids already applied: acked without effect',
+      );
     if (redelivered.length > 0)
       // Rare outside restarts, and what to look for when a scan is missing: its message acked as applied.
       this.services.logger.info(
