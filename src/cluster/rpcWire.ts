@@ -14,6 +14,8 @@ export interface ForwardedRequest {
   headers: Record<string, string>;
   remoteAddress: string;
   body: Buffer | undefined;
+  /** An upload's body staged in the object store under this name (cluster/uploads.ts) instead of `body`. */
+  staged?: string;
 }
 
 /** The owner's answer: status, the headers its handler set, the body (absent: none was written). */
@@ -32,6 +34,7 @@ interface RequestHead {
   h: Record<string, string>;
   r: string;
   b: boolean;
+  s?: string;
 }
 
 interface AnswerHead {
@@ -68,6 +71,7 @@ export function encodeRequest(request: ForwardedRequest): Uint8Array {
     r: request.remoteAddress,
     b: request.body !== undefined,
   };
+  if (request.staged !== undefined) head.s = request.staged;
   return frame(head, request.body);
 }
 
@@ -81,6 +85,7 @@ export function decodeRequest(data: Uint8Array): ForwardedRequest {
     headers: head.h,
     remoteAddress: String(head.r ?? ''),
     body: head.b ? Buffer.from(body) : undefined,
+    ...(typeof head.s === 'string' ? { staged: head.s } : {}),
   };
 }
 
