@@ -145,7 +145,8 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
     // Journaled shards reconcile with their journal before they serve: the broker comes first.
     if (journaled) await startBroker();
     await shards.openAll(config.SHARDS, isLocal);
-    if (ownership !== undefined) mainRpc = await threadRpc(config.NATS_URL!, 'trackd-rpc-main', ownership, metrics, config.JOURNAL_REPLICAS);
+    if (ownership !== undefined)
+      mainRpc = await threadRpc(config.NATS_URL!, 'trackd-rpc-main', ownership, metrics, config.JOURNAL_REPLICAS);
     // The HTTP threads boot (module loading, connections) while the broker and the consumer start.
     const threadsReady = http.start(config.HTTP_THREADS);
     threadsReady.catch(() => undefined);

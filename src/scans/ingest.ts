@@ -16,7 +16,7 @@ import type { Services } from '../services.js';
 import { Backoff } from './backoff.js';
 import { LaneScheduler } from './laneScheduler.js';
 import { settleOutcomes } from './settle.js';
-import { applyScanBatch, bindStream, type ScanOutcome } from './apply.js';
+import { applyScanBatch, appliedSeqOf, bindStream, type ScanOutcome } from './apply.js';
 import type { SourcedScan } from './canonical.js';
 import type { DeadLetter } from './decode.js';
 import { scansSource, type MessageRoute, type MetricLabels, type ScanSource } from './source.js';
@@ -92,6 +92,19 @@ class ScanConsumer implements ScanIngest {
   private sessionBroken = false;
   /** The consumer's last delivery (its sequence) this session saw, or that the consumer had made when the session began. */
   private lastDelivery = 0;
+  /**
+   * The stream sequence the next first delivery must have (undefined: not known yet). The consumers
+   * take every message of their stream, so first deliveries come one stream sequence after another.
+   */
+  private nextStreamSeq: number | undefined;
+  /** The highest stream sequence this consumer has taken in order, every one before it included (this process). */
+  private takenThrough = 0;
+  /** A stream sequence the server skipped (a first delivery past it): the next session starts there at the latest. */
+  private resumeAt: number | undefined;
+  /** Stream sequences a first delivery jumped over, to look up before the next session: skipped, or gone from the stream? */
+  private jumped: { from: number; to: number } | undefined;
+  /** Stream sequences found gone from the stream (deleted by an operator): a jump over them is no skip. */
+  private absent: { from: number; to: number } | undefined;
   /** The stream holds messages not yet delivered to us (a backlog): batches gather instead of applying at once. */
   private backlog = false;
   private stopping = false;
@@ -157,7 +170,10 @@ class ScanConsumer implements ScanIngest {
   endSession(reason: string): void {
     if (this.sessionBroken) return;
     this.sessionBroken = true;
-    this.services.logger.info({ reason, stream: this.source.stream }, 'scan consumer session ends; resuming from the ack floor');
+    this.services.logger.info(
+      { reason, stream: this.source.stream, consumer: this.durable },
+      'scan consumer session ends; resuming from the ack floor',
+    );
     void this.messages?.close();
   }
 
@@ -206,8 +222,27 @@ class ScanConsumer implements ScanIngest {
       if (!isApiError(err, JetStreamApiCodes.ConsumerNotFound)) throw err;
     }
     if (info !== undefined) this.setPending(info.num_pending);
-    if (info !== undefined && info.num_ack_pending === 0) return info.delivered.consumer_seq;
-    const start = info === undefined ? 1 : info.ack_floor.stream_seq + 1;
+    const floor = info?.ack_floor.stream_seq ?? 0;
+    const must = await this.mustStartBy(floor, stream.created);
+    const firstSeq = stream.state.first_seq;
+    this.services.logger.info(
+      {
+        stream: this.source.stream,
+        consumer: this.durable,
+        delivered: info?.delivered.stream_seq ?? null,
+        ack_floor: info === undefined ? null : floor,
+        ack_pending: info?.num_ack_pending ?? null,
+        must_start_by: must ?? null,
+        first_seq: firstSeq,
+      },
+      'scan consumer state',
+    );
+    if (info !== undefined && info.num_ack_pending === 0 && (must === undefined || must > floor)) {
+      this.nextStreamSeq = Math.max(info.delivered.stream_seq + 1, firstSeq);
+      return info.delivered.consumer_seq;
+    }
+    const start = info === undefined ? 1 : Math.min(floor + 1, must ?? Number.POSITIVE_INFINITY);
+    this.nextStreamSeq = Math.max(start, firstSeq);
     if (info !== undefined) await this.jsm.consumers.delete(this.source.stream, this.durable);
     const created = await this.jsm.consumers.add(this.source.stream, {
       durable_name: this.durable,
@@ -219,6 +254,54 @@ class ScanConsumer implements ScanIngest {
     });
     this.services.logger.info({ start_seq: start, stream: this.source.stream, consumer: this.durable }, 'scan consumer created');
     return created.delivered.consumer_seq;
+  }
+
+  /**
+   * The stream sequence the session must start at or before, when the durable's ack floor is past
+   * messages this consumer never took (acked by another client of the durable, or by the server
+   * itself: a replicated consumer on nats-server before 2.11 can move its ack floor past a message
+   * never delivered, nats-server#6566). What is known to be in: what this process took in order
+   * and, in cluster mode, what the shard has applied (its consumer takes only that shard's
+   * messages to heart); a process that took nothing yet in single-node mode has only the floor.
+   * Undefined: the floor holds.
+   */
+  private async mustStartBy(floor: number, created: string): Promise<number | undefined> {
+    if (this.jumped !== undefined) {
+      const present = await this.firstPresent(this.jumped);
+      if (present === undefined) {
+        this.services.logger.warn(
+          { stream: this.source.stream, ...this.jumped },
+          'scan messages gone from the stream (deleted): passed over',
+        );
+        this.absent = this.jumped;
+      } else this.resumeAt = Math.min(this.resumeAt ?? Number.POSITIVE_INFINITY, present);
+      this.jumped = undefined;
+    }
+    let must = this.resumeAt;
+    this.resumeAt = undefined;
+    if (floor > this.takenThrough) {
+      let known = this.takenThrough === 0 ? floor : this.takenThrough;
+      if (this.only !== undefined)
+        known = Math.max(
+          this.takenThrough,
+          await appliedSeqOf(await this.services.shards.open(this.only.index), this.source.stream, created),
+        );
+      if (known < floor) must = Math.min(must ?? Number.POSITIVE_INFINITY, known + 1);
+    }
+    return must;
+  }
+
+  private isAbsent(from: number, to: number): boolean {
+    return this.absent !== undefined && from >= this.absent.from && to <= this.absent.to;
+  }
+
+  /** The first message of `range` the stream holds (undefined: none). A long range is taken as held from its start. */
+  private async firstPresent(range: { from: number; to: number }): Promise<number | undefined> {
+    if (range.to - range.from >= 1000) return range.from;
+    for (let seq = range.from; seq <= range.to; seq++) {
+      if ((await this.jsm.streams.getMessage(this.source.stream, { seq })) !== null) return seq;
+    }
+    return undefined;
   }
 
   private setPending(pending: number): void {
@@ -247,6 +330,18 @@ class ScanConsumer implements ScanIngest {
       return;
     }
     this.lastDelivery = info.deliverySequence;
+    if (!info.redelivered) {
+      const next = this.nextStreamSeq;
+      if (next !== undefined && msg.seq !== next && !this.isAbsent(next, msg.seq - 1)) {
+        // A replicated consumer of nats-server before 2.11 can skip messages after a leader change
+        // (nats-server#6566): a message past one never delivered must not move a shard's applied sequence past it.
+        if (msg.seq > next) this.jumped = { from: next, to: msg.seq - 1 };
+        this.endSession(`stream sequence gap (${next - 1} -> ${msg.seq})`);
+        return;
+      }
+      this.nextStreamSeq = msg.seq + 1;
+      if (msg.seq > this.takenThrough) this.takenThrough = msg.seq;
+    }
     this.setPending(info.pending);
     this.backlog = info.pending > 0;
     const seq = msg.seq;

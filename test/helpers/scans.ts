@@ -96,15 +96,19 @@ export async function consumerReaches(
 ): Promise<number> {
   const jsm = await jetstreamManager(nc);
   const last = (await jsm.streams.info(stream)).state.last_seq;
+  let seen = 'no consumer info';
   await eventually(
     async () => {
       const c = await jsm.consumers.info(stream, durable).catch(() => undefined);
       if (c === undefined) return false;
+      seen = `delivered ${c.delivered.stream_seq}, ack floor ${c.ack_floor.stream_seq}, ack pending ${c.num_ack_pending}, pending ${c.num_pending}, waiting pulls ${c.num_waiting}`;
       return reached({ delivered: c.delivered.stream_seq, ackFloor: c.ack_floor.stream_seq, ackPending: c.num_ack_pending }, last);
     },
     60_000,
     50,
-  );
+  ).catch((err: Error) => {
+    throw new Error(`${durable} on ${stream} (last ${last}): ${seen}: ${err.message}`);
+  });
   return last;
 }
 
