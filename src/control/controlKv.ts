@@ -40,10 +40,10 @@ export class ControlKv {
     return this.bucket.prefix;
   }
 
-  /** Creates the org under the first free id from `firstId` on. */
-  async createOrg(name: string, shardCount: number, firstId: number, now: number): Promise<StoredOrg> {
+  /** Creates the org under the first free id from `firstId` on, on the shard `placement` gives its id. */
+  async createOrg(name: string, placement: (id: number) => number, firstId: number, now: number): Promise<StoredOrg> {
     for (let id = firstId; ; id++) {
-      const org: StoredOrg = { id, name, shard: (id - 1) % shardCount, created_at: now };
+      const org: StoredOrg = { id, name, shard: placement(id), created_at: now };
       try {
         await this.bucket.put(orgKey(id), org, 0);
         return org;

@@ -20,6 +20,7 @@ import { applyScanBatch, appliedSeqOf, bindStream, type ScanOutcome } from './ap
 import type { SourcedScan } from './canonical.js';
 import type { DeadLetter } from './decode.js';
 import { scansSource, type MessageRoute, type MetricLabels, type ScanSource } from './source.js';
+import { partitionFilter, partitionedSubjects, splitPartition } from './partition.js';
 import { sourcedItems } from './sources.js';
 import { connectNats, ensureStream, isApiError, SCANS_DEAD_STREAM } from './streams.js';
 
@@ -116,6 +117,10 @@ class ScanConsumer implements ScanIngest {
   ready = false;
   /** The durable consumer's name: the source's, or per shard (`trackd-scans-s3`) in cluster mode. */
   private readonly durable: string;
+  /** Partitioned input subjects (scans/partition.ts): each message's subject ends with its shard. */
+  private readonly partitioned: boolean;
+  /** The consumer's filter subject: with partitioned subjects, its shard's (shard 0's takes everything, to dead-letter invalid subjects). */
+  private readonly filter: string | undefined;
 
   constructor(
     private readonly services: Services,
@@ -128,6 +133,8 @@ class ScanConsumer implements ScanIngest {
     private readonly only?: ShardFilter,
   ) {
     this.durable = only === undefined ? source.durable : `${source.durable}-s${only.index}`;
+    this.partitioned = only !== undefined && partitionedSubjects(services.config);
+    this.filter = this.partitioned && only!.index !== 0 ? partitionFilter(source.subjects.split('.')[0]!, only!.index) : undefined;
     this.historyGapMs = services.config.HISTORY_GAP_SECONDS * 1000;
     this.eventIdRetentionMs = services.config.EVENT_ID_RETENTION_SECONDS * 1000;
     const { metrics } = services;
@@ -237,7 +244,8 @@ class ScanConsumer implements ScanIngest {
       },
       'scan consumer state',
     );
-    if (info !== undefined && info.num_ack_pending === 0 && (must === undefined || must > floor)) {
+    const sameFilter = (info?.config.filter_subject || undefined) === this.filter;
+    if (info !== undefined && info.num_ack_pending === 0 && sameFilter && (must === undefined || must > floor)) {
       this.nextStreamSeq = Math.max(info.delivered.stream_seq + 1, firstSeq);
       return info.delivered.consumer_seq;
     }
@@ -250,6 +258,7 @@ class ScanConsumer implements ScanIngest {
       ack_wait: nanos(ACK_WAIT_MS),
       max_ack_pending: MAX_ACK_PENDING,
       max_deliver: -1,
+      ...(this.filter === undefined ? {} : { filter_subject: this.filter }),
       ...(start > 1 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start } : { deliver_policy: DeliverPolicy.All }),
     });
     this.services.logger.info({ start_seq: start, stream: this.source.stream, consumer: this.durable }, 'scan consumer created');
@@ -330,7 +339,7 @@ class ScanConsumer implements ScanIngest {
       return;
     }
     this.lastDelivery = info.deliverySequence;
-    if (!info.redelivered) {
+    if (!info.redelivered && this.filter === undefined) {
       const next = this.nextStreamSeq;
       if (next !== undefined && msg.seq !== next && !this.isAbsent(next, msg.seq - 1)) {
         // A replicated consumer of nats-server before 2.11 can skip messages after a leader change
@@ -347,9 +356,10 @@ class ScanConsumer implements ScanIngest {
     const seq = msg.seq;
     if (this.inHand.has(seq)) return;
     this.inHand.add(seq);
-    const { route, labels, labelKey } = this.routeOf(msg.subject);
+    const { subject, partition } = this.partitioned ? splitPartition(msg.subject) : { subject: msg.subject, partition: undefined };
+    const { route, labels, labelKey } = this.routeOf(subject);
     const shardIndex = 'dead' in route ? undefined : this.services.shards.shardIndexOf(route.orgId);
-    if (this.only !== undefined && !this.mine(route, shardIndex)) {
+    if (this.only !== undefined && !(this.partitioned ? this.minePartition(partition) : this.mine(route, shardIndex))) {
       // Another shard's message: its own consumer (on its owner) applies it; this one has nothing to do with it.
       msg.ack();
       this.inHand.delete(seq);
@@ -363,8 +373,14 @@ class ScanConsumer implements ScanIngest {
       this.deadLetter(msg, route.orgToken, { reason: 'unknown_org', detail: `organization ${route.orgId} does not exist` }, labels);
       return;
     }
+    if (partition !== undefined && partition !== shardIndex) {
+      // Published with a partition token of its own (the mapping adds one only to subjects without it).
+      const detail = `subject ${msg.subject}: partition ${partition} is not the shard of organization ${route.orgId} (${shardIndex})`;
+      this.deadLetter(msg, route.orgToken, { reason: 'invalid_subject', detail }, labels);
+      return;
+    }
     const at = streamTime(msg);
-    const decoded = this.source.decode(msg.subject, route.orgId, msg.data, at);
+    const decoded = this.source.decode(subject, route.orgId, msg.data, at);
     if ('dead' in decoded) {
       this.deadLetter(msg, route.orgToken, decoded.dead, labels);
       return;
@@ -391,6 +407,14 @@ class ScanConsumer implements ScanIngest {
     const only = this.only!;
     if ('dead' in route) return only.index === 0;
     return (shardIndex ?? (route.orgId - 1) % only.count) === only.index;
+  }
+
+  /**
+   * With partitioned subjects: a message with this shard's partition token, or (shard 0, whose
+   * consumer takes every message) one the mapping did not touch, an invalid subject to dead-letter.
+   */
+  private minePartition(partition: number | undefined): boolean {
+    return partition === undefined ? this.only!.index === 0 : partition === this.only!.index;
   }
 
   /** One batch on its shard, timed. */
