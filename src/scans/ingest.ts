@@ -245,7 +245,11 @@ class ScanConsumer implements ScanIngest {
       'scan consumer state',
     );
     const sameFilter = (info?.config.filter_subject || undefined) === this.filter;
-    if (info !== undefined && info.num_ack_pending === 0 && sameFilter && (must === undefined || must > floor)) {
+    // Settled: nothing awaits an ack, and nothing was delivered past the floor. A replicated consumer
+    // on 2.9 has been seen with ack_pending 0 yet delivered 78 over a floor of 72 after its holder
+    // was killed: the delivered message 78, never applied, would not have come again.
+    const settled = info !== undefined && info.num_ack_pending === 0 && info.delivered.stream_seq <= floor;
+    if (info !== undefined && settled && sameFilter && (must === undefined || must > floor)) {
       this.nextStreamSeq = Math.max(info.delivered.stream_seq + 1, firstSeq);
       return info.delivered.consumer_seq;
     }
