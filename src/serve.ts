@@ -128,7 +128,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
   for (const shard of config.CLUSTER_STATIC_SHARDS?.split(',') ?? []) ownership?.set(Number(shard), true);
   const isLocal = ownership === undefined ? undefined : (index: number) => ownership.isLocal(index);
   let mainRpc: ThreadRpc | undefined;
-  const shards = new ShardRegistry(config.DATA_DIR, control, actors.link(options.clock));
+  const shards = ShardRegistry.fromConfig(config, control, actors.link(options.clock));
   const services: Services = { config, logger, metrics, control, shards, readiness, clock: options.clock, signingKey };
   services.storageHealth = new StorageHealth(config.DATA_DIR, readiness, logger);
   const http = new HttpThreads(config, logger, readiness, actors, metrics, onCrash, options.logFile, ownership?.buffer);

@@ -85,7 +85,7 @@ try {
   const control = await ControlPlane.open(config.DATA_DIR);
   const signingKey = await loadSigningKey(config.DATA_DIR);
   const authenticator = new Authenticator(control, signingKey, config.TRACKD_ENV, logger);
-  const shards = new ShardRegistry(config.DATA_DIR, control, async (index, onGone) => {
+  const shards = ShardRegistry.fromConfig(config, control, async (index, onGone) => {
     const answer = await ask({ type: 'link', request: nextRequest++, index });
     if (answer.type === 'link refused') throw unavailable(answer.detail, 1);
     if (answer.type !== 'link') throw new Error('unexpected answer to a shard link request');
