@@ -1,5 +1,6 @@
 import { DomainError, unavailable } from '../errors/domain.js';
 import type { FieldError } from '../errors/catalog.js';
+import { pauseTextIndex, resumeTextIndex } from '../masterdata/textIndex.js';
 import { shardCommand, type ShardCommand } from '../shards/commands.js';
 import type { ShardWriter } from '../shards/writer.js';
 import { processingJob, recordOutcome, type BatchOutcome, type BulkMode, type RowError } from './jobs.js';
@@ -113,6 +114,8 @@ export function batchCommand(name: string, apply: RowApplier): ShardCommand<Batc
         };
         try {
           shard.writer.transaction(() => {
+            // The q text index is rewritten once for the batch's rows, not by a trigger per row (migration 016).
+            pauseTextIndex(shard);
             for (const { row, body } of args.rows) {
               const result = judge(apply, shard, context, body);
               if ('errors' in result) {
@@ -124,6 +127,7 @@ export function batchCommand(name: string, apply: RowApplier): ShardCommand<Batc
               }
             }
             if (args.dryRun || (args.atomic && outcome.failedRows > 0)) throw new Undo();
+            resumeTextIndex(shard);
           })();
         } catch (err) {
           if (!(err instanceof Undo)) throw err;
