@@ -34,15 +34,16 @@ export async function threadRpc(
   );
   let server: ShardRpcServer | undefined;
   let unfollow: (() => void) | undefined;
+  const uploads = new StagedUploads(nc, replicas);
   return {
     nc,
     forwarding: {
       isLocal: (shard) => table.isLocal(shard),
       forward: (shard, request, isRead, answerTimeoutMs) => client.forward(shard, request, isRead, answerTimeoutMs),
-      uploads: new StagedUploads(nc, replicas),
+      uploads,
     },
     async serve(handle, logger) {
-      server = new ShardRpcServer(nc, (shard) => table.isLocal(shard), handle, logger);
+      server = new ShardRpcServer(nc, (shard) => table.isLocal(shard), handle, logger, uploads);
       const following = server;
       unfollow = table.follow((local) => following.follow(local));
       await following.flush();

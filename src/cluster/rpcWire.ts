@@ -26,6 +26,8 @@ export interface ForwardedAnswer {
   body: string | undefined;
   /** The node did not own the shard when the request came (a lease moved): nothing was run. */
   notOwner?: true;
+  /** A body over the broker's max_payload (a large export) staged in the object store under this name instead of `body`. */
+  staged?: string;
 }
 
 interface RequestHead {
@@ -43,6 +45,7 @@ interface AnswerHead {
   c?: string;
   b: boolean;
   n?: true;
+  st?: string;
 }
 
 function frame(head: unknown, body: Buffer | undefined): Uint8Array {
@@ -92,6 +95,7 @@ export function decodeRequest(data: Uint8Array): ForwardedRequest {
 export function encodeAnswer(answer: ForwardedAnswer): Uint8Array {
   const head: AnswerHead = { s: answer.status, h: answer.headers, c: answer.contentType, b: answer.body !== undefined };
   if (answer.notOwner) head.n = true;
+  if (answer.staged !== undefined) head.st = answer.staged;
   return frame(head, answer.body === undefined ? undefined : Buffer.from(answer.body, 'utf8'));
 }
 
@@ -104,6 +108,7 @@ export function decodeAnswer(data: Uint8Array): ForwardedAnswer {
     contentType: head.c,
     body: head.b ? body.toString('utf8') : undefined,
     ...(head.n ? { notOwner: true as const } : {}),
+    ...(typeof head.st === 'string' ? { staged: head.st } : {}),
   };
 }
 

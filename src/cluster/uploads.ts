@@ -31,9 +31,11 @@ export class StagedUploads {
   }
 
   /** Streams `body` into object `name`; resolves with its size once the object store holds all of it. */
-  async stage(name: string, body: AsyncIterable<Buffer>): Promise<number> {
+  async stage(name: string, body: AsyncIterable<Buffer> | Iterable<Buffer>): Promise<number> {
+    // Chunks of 128 KiB (the object store's default), or less on a broker that takes less per message.
+    const maxChunk = Math.min(128 * 1024, (this.nc.info?.max_payload ?? 1024 * 1024) - 4096);
     const info = await (await this.store()).put(
-      { name },
+      { name, options: { max_chunk_size: maxChunk } },
       Readable.toWeb(Readable.from(body, { objectMode: false })) as ReadableStream<Uint8Array>,
     );
     return info.size;
@@ -58,6 +60,13 @@ export class StagedUploads {
     }
     const failed = await object.error;
     if (failed) throw failed;
+  }
+
+  /** The whole of object `name` (a forwarded answer's body). */
+  async readAll(name: string): Promise<Buffer> {
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of this.read(name)) chunks.push(chunk);
+    return Buffer.concat(chunks);
   }
 
   /** Deletes object `name` (the owner has answered); a failure leaves it to age out. */

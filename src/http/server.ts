@@ -443,7 +443,25 @@ export class HttpServer {
       remoteAddress: p.aborted ? '' : remoteAddress(p.res),
       body,
     };
-    const answer = await this.options.forwarding!.forward(shard, forwarded, method === 'GET');
+    const forwarding = this.options.forwarding!;
+    const answer = await forwarding.forward(shard, forwarded, method === 'GET');
+    if (answer.staged !== undefined) {
+      // An answer over the broker's max_payload (a large export): its body is in the object store.
+      try {
+        answer.body = (await forwarding.uploads.readAll(answer.staged)).toString('utf8');
+      } catch (err) {
+        const applied = method === 'GET' ? '' : '; the request may have been applied';
+        throw new ApiError(
+          'service_unavailable',
+          `The answer of the node that owns this organization could not be read (${(err as Error).message})${applied}`,
+          {
+            headers: { 'Retry-After': '2' },
+          },
+        );
+      } finally {
+        void forwarding.uploads.drop(answer.staged);
+      }
+    }
     this.send(p, replyOf(answer), request.isHead);
   }
 

@@ -25,8 +25,8 @@ function seen(res: HttpResult) {
   };
 }
 
-async function twoNodes(t: Test) {
-  const { a, b } = await startTwoNodes(t);
+async function twoNodes(t: Test, natsConfig: string[] = []) {
+  const { a, b } = await startTwoNodes(t, natsConfig);
   const org = await a.createOrg('Forwarded Org'); // org 1: shard 0, node A's
   const { token } = await a.createKey(org.id, ALL_SCOPES);
   // The key reaches node B's control file through the cluster's bucket.
@@ -194,4 +194,32 @@ t.test('an upload to the node without the shard is staged and imported by the ow
   const left = async () => (await bucket.list()).filter((o) => !o.deleted).map((o) => o.name);
   await eventually(async () => (await left()).length === 0, 10_000).catch(() => undefined);
   t.same(await left(), [], 'the staged uploads were deleted after their answers');
+});
+
+t.test('an answer over the broker’s max_payload (an export) comes through the object store', async (t) => {
+  // A broker that takes at most 64 KiB per message (the last max_payload of its configuration wins).
+  const { a, b, token } = await twoNodes(t, ['max_payload: 65536']);
+  const filler = 'y'.repeat(400);
+  const rows = Array.from({ length: 400 }, (_, i) => JSON.stringify({ name: `Crate ${i}`, external_key: `CR-${i}`, metadata: { filler } }));
+  const imported = await a.http('POST', '/api/v1/assets/bulk', {
+    token,
+    body: `${rows.join('\n')}\n`,
+    contentType: 'application/x-ndjson',
+  });
+  t.equal(imported.status, 202, imported.text.slice(0, 200));
+  t.equal((await settledJob(a, token, 'assets', imported.json.job_id)).created, 400);
+  const [viaOwner, viaOther] = [
+    await a.http('GET', '/api/v1/assets/export', { token }),
+    await b.http('GET', '/api/v1/assets/export', { token }),
+  ];
+  t.equal(viaOwner.status, 200);
+  t.ok(Buffer.byteLength(viaOwner.text) > 65536 * 2, `the export (${Buffer.byteLength(viaOwner.text)} bytes) is over max_payload`);
+  t.equal(viaOther.status, 200, `through the non-owner: ${viaOther.text.slice(0, 200)}`);
+  t.equal(viaOther.text, viaOwner.text, 'the same bytes from either node');
+  t.equal(viaOther.headers.get('content-type'), viaOwner.headers.get('content-type'));
+  const nc = await natsClient(t, b.natsUrl);
+  const bucket = await new Objm(jetstream(nc)).open('trackd_uploads');
+  const left = async () => (await bucket.list()).filter((o) => !o.deleted).map((o) => o.name);
+  await eventually(async () => (await left()).length === 0, 10_000).catch(() => undefined);
+  t.same(await left(), [], 'the staged answer was deleted once read');
 });
