@@ -60,6 +60,11 @@ export class ControlPlane {
     this.kv = kv;
   }
 
+  /** The cluster's bucket (cluster mode), where console users and sessions are written too. */
+  get cluster(): ControlKv | undefined {
+    return this.kv;
+  }
+
   /**
    * Records the org's shard once, at creation, so the mapping never depends on a later SHARDS value:
    * `(id - 1) % shardCount`, or (cluster mode with partitioned input subjects) what `placement` says.
