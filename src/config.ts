@@ -44,6 +44,7 @@ export const ConfigSchema = Type.Object({
   CLUSTER_STATIC_SHARDS: Type.Optional(Type.String({ pattern: '^\\d{1,3}(,\\d{1,3})*$' })),
   LEASE_SECONDS: IntString(1, 3600),
   CLUSTER_STANDBYS: Type.Union([Type.Literal('on'), Type.Literal('off')]),
+  SCAN_SUBJECT_PARTITIONS: Type.Union([Type.Literal('on'), Type.Literal('off')]),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -76,6 +77,7 @@ const DEFAULTS: Record<string, string> = {
   WEBHOOK_TIMEOUT_MS: '10000',
   LEASE_SECONDS: '15',
   CLUSTER_STANDBYS: 'on',
+  SCAN_SUBJECT_PARTITIONS: 'off',
 };
 
 /** Cluster mode's shard count when SHARDS is unset: fixed, since every node must have the same (not its CPU count). */

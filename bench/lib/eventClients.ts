@@ -39,6 +39,8 @@ export interface EventClientsResult {
   max_received: number;
   out_of_order: number;
   closed_early: number;
+  /** CPU this process used from the moment every client was open to the last event, in cores. */
+  busy_cores: number;
   latency: { p50: number; p99: number; max: number; mean: number; count: number };
 }
 
@@ -125,6 +127,8 @@ for (let i = 0; i < spec.sse + spec.ws; i += SLICE) {
   clients.push(...(await Promise.all(slice)));
 }
 process.stdout.write(`${JSON.stringify({ ready: true, port: 0 })}\n`);
+const readyAt = performance.now();
+const cpuAtReady = process.cpuUsage();
 
 const lines = readline.createInterface({ input: process.stdin });
 const until = await new Promise<number>((resolve) => {
@@ -135,6 +139,8 @@ const until = await new Promise<number>((resolve) => {
 });
 const deadline = Date.now() + spec.timeoutMs;
 while (clients.some((c) => c.last < until && !c.closed) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+const cpu = process.cpuUsage(cpuAtReady);
+const busyCores = (cpu.user + cpu.system) / 1000 / (performance.now() - readyAt);
 const expected = until - spec.after;
 const result: EventClientsResult = {
   clients: clients.length,
@@ -146,6 +152,7 @@ const result: EventClientsResult = {
   max_received: Math.max(...clients.map((c) => c.received)),
   out_of_order: clients.reduce((n, c) => n + c.outOfOrder, 0),
   closed_early: clients.filter((c) => c.closed).length,
+  busy_cores: Math.round(busyCores * 100) / 100,
   latency: { ...summarize(latencies, latencyCount), count: latencyCount },
 };
 process.stdout.write(`${JSON.stringify({ result })}\n`);

@@ -1,4 +1,5 @@
 import os from 'node:os';
+import type { RequestTemplate } from '../lib/loadSpec.js';
 import { checkComplete, EVENT_OPERATIONS, eventHead, openEventClients } from '../lib/eventStreams.js';
 import { fieldPlan, publish, SCAN_OPERATIONS, waitVisible } from '../lib/ingest.js';
 import type { CustomScenario } from '../lib/scenario.js';
@@ -81,7 +82,9 @@ export const eventsWsLatency = latencyScenario('ws');
  * from the same position, while the field workload makes about 50 moves/s and asset-by-id and
  * history reads are offered at full speed: every client must get every event once, in order; the
  * figure is the reads' rate and p99 (against the fixed-body ceiling of the run), and the delivery
- * latency on 10 of the clients.
+ * latency on 10 of the clients. Its own reference, first in the same run: the same reads with the
+ * same ingest and no stream client (`alone_*`), so that what the clients cost is told apart from
+ * what the reads cost on the machine as it is.
  */
 const NAME = 'events-fanout-1000';
 export const eventsFanout: CustomScenario = {
@@ -92,27 +95,30 @@ export const eventsFanout: CustomScenario = {
   unit: 'req/s',
   async run(ctx, helpers) {
     const half = ctx.options.size === 'tiny' ? 10 : 500;
+    const duration = Math.max(1, ctx.options.durationSeconds);
+    const reads = (): RequestTemplate[] => [
+      { method: 'GET', paths: assetById.paths(ctx, 2_000), weight: 1 },
+      { method: 'GET', paths: history.paths(ctx, 2_000), weight: 1 },
+    ];
+    const readsWithIngest = async (prefix: string) => {
+      const ingest = publish(ctx, fieldPlan(ctx, READS, Math.round(FANOUT_MSGS_PER_S * (duration + ctx.options.warmupSeconds)), prefix), {
+        ratePerSecond: FANOUT_MSGS_PER_S,
+      });
+      const figure = await helpers.load(reads(), duration);
+      const published = await ingest;
+      await waitVisible(ctx, published.last.asset, published.last.observedAt, 60_000);
+      return figure;
+    };
+    const alone = await readsWithIngest('fanout-alone');
     const after = await eventHead(ctx);
     const clients = await openEventClients(ctx, { sse: half, ws: half, latencyClients: 5, after });
     try {
-      const duration = Math.max(1, ctx.options.durationSeconds);
-      const ingest = publish(ctx, fieldPlan(ctx, READS, Math.round(FANOUT_MSGS_PER_S * (duration + ctx.options.warmupSeconds)), 'fanout'), {
-        ratePerSecond: FANOUT_MSGS_PER_S,
-      });
-      const reads = await helpers.load(
-        [
-          { method: 'GET', paths: assetById.paths(ctx, 2_000), weight: 1 },
-          { method: 'GET', paths: history.paths(ctx, 2_000), weight: 1 },
-        ],
-        duration,
-      );
-      const published = await ingest;
-      await waitVisible(ctx, published.last.asset, published.last.observedAt, 60_000);
+      const figure = await readsWithIngest('fanout');
       const load = loadAverage();
       const got = await clients.finish(await eventHead(ctx));
       checkComplete(NAME, got);
       return {
-        trackd: { rate: reads.rate, p50: reads.p50, p99: reads.p99, max: reads.max, count: reads.count },
+        trackd: { rate: figure.rate, p50: figure.p50, p99: figure.p99, max: figure.max, count: figure.count },
         ceiling: { name: 'fixed-body', rate: helpers.fixedRate },
         extra: {
           clients: got.clients,
@@ -122,8 +128,13 @@ export const eventsFanout: CustomScenario = {
           deliveries: got.expected_per_client * got.clients,
           delivery_p50_ms: got.latency.p50,
           delivery_p99_ms: got.latency.p99,
+          clients_process_busy_cores: got.busy_cores,
           ingest_offered_reads_per_s: FANOUT_MSGS_PER_S * READS,
-          non_2xx: reads.notOk,
+          non_2xx: figure.notOk,
+          alone_rate: alone.rate,
+          alone_p50_ms: alone.p50 ?? NaN,
+          alone_p99_ms: alone.p99 ?? NaN,
+          rate_over_alone: Math.round((figure.rate / alone.rate) * 100) / 100,
           load_average_1m: load,
         },
       };

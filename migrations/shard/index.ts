@@ -14,6 +14,7 @@ import * as countsKept from './012_counts_kept.js';
 import * as qTextIndex from './013_q_text_index.js';
 import * as webhooks from './014_webhooks.js';
 import * as qCountOutside from './015_q_count_outside.js';
+import * as textIndexDeferrable from './016_text_index_deferrable.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
 export const shardMigrations: Migration[] = [
@@ -32,4 +33,5 @@ export const shardMigrations: Migration[] = [
   qTextIndex,
   webhooks,
   qCountOutside,
+  textIndexDeferrable,
 ];

@@ -21,7 +21,7 @@ export interface StreamSink {
 
 /** The raw side of a Server-Sent Events response (server.ts writes it to uWS). */
 export interface TextSink {
-  write(text: string): boolean;
+  write(text: string | Uint8Array): boolean;
   cork(writes: () => void): void;
   /** Writes the last frame and closes the stream (the response ends once it is flushed). */
   end(text: string): void;
@@ -32,8 +32,11 @@ export interface TextSink {
 export type CloseReason = 'slow_consumer' | 'unauthorized' | 'cursor_expired' | 'shutdown';
 
 export interface HubOptions {
-  /** How often each thread looks for new events of the orgs it streams. */
+  /** How often each thread looks for new events of the orgs it streams (while it streams to few clients). */
   pollMs: number;
+  /** Up to this many streams on a thread it polls every `pollMs`; beyond, less often in proportion, up to `busyPollMs`. */
+  fewStreams: number;
+  busyPollMs: number;
   /** A client that has not taken its frames for this long is closed (slow_consumer). */
   slowMs: number;
   /** A client more than this many events behind the head is closed (slow_consumer). */
@@ -45,6 +48,8 @@ export interface HubOptions {
 
 export const DEFAULT_HUB_OPTIONS: HubOptions = {
   pollMs: 20,
+  fewStreams: 64,
+  busyPollMs: 100,
   slowMs: 10_000,
   maxLag: 10_000,
   heartbeatMs: 5_000,
@@ -66,14 +71,38 @@ interface Subscriber {
 
 const BATCH = 500;
 
+/**
+ * The time to the next poll. A poll that finds events costs a send (a syscall, at the connection's
+ * uncork) per client it writes to, so a thread's sends grow with its streams times its polls: past
+ * `fewStreams` streams the poll is spaced in proportion (a thread sends at most about
+ * fewStreams / pollMs times a second), up to `busyPollMs`, and a client's events of that span leave
+ * in one send. Latency is traded for the HTTP threads' time only on threads with many streams.
+ */
+export function pollInterval(streams: number, o: Pick<HubOptions, 'pollMs' | 'fewStreams' | 'busyPollMs'>): number {
+  if (streams <= o.fewStreams) return o.pollMs;
+  return Math.max(o.pollMs, Math.min(o.busyPollMs, Math.round((o.pollMs * streams) / o.fewStreams)));
+}
+
 /** One frame of a Server-Sent Events stream: `id` is the org sequence, so a reconnect's Last-Event-ID resumes exactly. */
 export const sseFrame = (row: EventRow) => `id: ${row.seq}\nevent: ${row.type}\ndata: ${envelopeJson(row)}\n\n`;
+
+/**
+ * The frame as bytes, made once per row for every stream of the poll that gets it (a poll hands the
+ * same row objects to all the org's streams): each write then copies bytes instead of encoding text.
+ */
+export function sseFrameBytes(row: EventRow): Uint8Array {
+  let bytes = sseFrames.get(row);
+  if (bytes === undefined) sseFrames.set(row, (bytes = Buffer.from(sseFrame(row))));
+  return bytes;
+}
+
+const sseFrames = new WeakMap<EventRow, Uint8Array>();
 const closeFrame = (reason: CloseReason, cursor: number) => `event: close\ndata: {"reason":"${reason}","resume_after":${cursor}}\n\n`;
 
 /** A Server-Sent Events response as a subscriber's sink. */
 export function sseSink(raw: TextSink): StreamSink {
   return {
-    event: (row) => raw.write(sseFrame(row)),
+    event: (row) => raw.write(sseFrameBytes(row)),
     keepAlive: () => raw.write(': keep-alive\n\n'),
     cork: (writes) => raw.cork(writes),
     end: (reason, resumeAfter) => raw.end(closeFrame(reason, resumeAfter)),
@@ -103,8 +132,8 @@ export class EventHub {
   add(shard: Shard, principal: Principal, filter: EventFilter, cursor: number, sink: StreamSink): () => void {
     const sub: Subscriber = { orgId: principal.orgId, shard, principal, filter, cursor, sink, blockedSince: undefined, closed: false };
     this.subscribers.add(sub);
-    this.timer ??= setInterval(() => this.tick(), this.options.pollMs);
     this.tick();
+    this.schedule();
     return () => this.detach(sub);
   }
 
@@ -113,11 +142,24 @@ export class EventHub {
     return this.subscribers.size;
   }
 
+  /** The next poll, while there are streams (one timer at a time). */
+  private schedule(): void {
+    if (this.timer !== undefined || this.subscribers.size === 0) return;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.tick();
+        this.schedule();
+      },
+      pollInterval(this.subscribers.size, this.options),
+    );
+  }
+
   private detach(sub: Subscriber): void {
     sub.closed = true;
     this.subscribers.delete(sub);
     if (this.subscribers.size === 0 && this.timer !== undefined) {
-      clearInterval(this.timer);
+      clearTimeout(this.timer);
       this.timer = undefined;
     }
   }

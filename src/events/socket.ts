@@ -6,7 +6,7 @@ import { asApiError, errorEnvelope } from '../errors/envelope.js';
 import { parseQuery } from '../http/query.js';
 import type { ShardRegistry } from '../shards/registry.js';
 import type { Shard } from '../shards/shard.js';
-import { envelopeJson } from './envelope.js';
+import { type EventRow, envelopeJson } from './envelope.js';
 import { compileFilter, shardSubtrees } from './filters.js';
 import type { CloseReason, EventHub, StreamSink } from './hub.js';
 import { eventsAfter, lastSeq } from './read.js';
@@ -58,6 +58,22 @@ interface SocketState {
 
 type Socket = uWS.WebSocket<SocketState>;
 
+/**
+ * An event message of subscription `id` as bytes. A poll hands the same row objects to every
+ * subscription of the org, and clients tend to name their subscriptions alike: the message made for
+ * the last id asked is kept with the row, so the sockets of the same id share it (each send copies
+ * bytes instead of encoding text).
+ */
+function eventMessage(id: string, row: EventRow): Uint8Array {
+  const kept = messages.get(row);
+  if (kept !== undefined && kept.id === id) return kept.bytes;
+  const bytes = Buffer.from(`{"op":"event","id":${JSON.stringify(id)},"event":${envelopeJson(row)}}`);
+  messages.set(row, { id, bytes });
+  return bytes;
+}
+
+const messages = new WeakMap<EventRow, { id: string; bytes: Uint8Array }>();
+
 interface Deps {
   hub: EventHub;
   authenticator: Authenticator;
@@ -95,7 +111,7 @@ function subscribeErrors(m: Record<string, unknown>): FieldError[] {
  * last event the client got for it.
  */
 export function eventSocket(deps: Deps): uWS.WebSocketBehavior<SocketState> {
-  const send = (ws: Socket, text: string): boolean => {
+  const send = (ws: Socket, text: string | Uint8Array): boolean => {
     if (ws.getUserData().closed) return true;
     return ws.send(text) === 1 && ws.getBufferedAmount() < deps.highWaterBytes;
   };
@@ -108,7 +124,7 @@ export function eventSocket(deps: Deps): uWS.WebSocketBehavior<SocketState> {
 
   const sinkOf = (ws: Socket, id: string): StreamSink => {
     const state = ws.getUserData();
-    const write = (text: string) => {
+    const write = (text: string | Uint8Array) => {
       if (state.closed) return true;
       // Sent even while another subscription holds the socket blocked: the hub has moved this
       // subscription's cursor past the event, so holding it back would skip it. Each subscription
@@ -118,7 +134,7 @@ export function eventSocket(deps: Deps): uWS.WebSocketBehavior<SocketState> {
       return ok;
     };
     return {
-      event: (row) => write(`{"op":"event","id":${JSON.stringify(id)},"event":${envelopeJson(row)}}`),
+      event: (row) => write(eventMessage(id, row)),
       // uWS pings the socket itself.
       keepAlive: () => !state.blocked,
       cork: (writes) => {

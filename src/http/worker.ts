@@ -94,7 +94,9 @@ try {
   const ownership = data.ownership === undefined ? undefined : new OwnershipTable(data.ownership);
   await shards.openAll(config.SHARDS, ownership === undefined ? undefined : (index) => ownership.isLocal(index));
   const rpc: ThreadRpc | undefined =
-    ownership === undefined ? undefined : await threadRpc(config.NATS_URL!, `trackd-rpc-http-${data.thread}`, ownership, metrics);
+    ownership === undefined
+      ? undefined
+      : await threadRpc(config.NATS_URL!, `trackd-rpc-http-${data.thread}`, ownership, metrics, config.JOURNAL_REPLICAS);
   // Cluster mode: the console's key writes go to the cluster's bucket (the main thread mirrors it into the file).
   if (rpc !== undefined) control.useKv(await ControlKv.open(rpc.nc, config.JOURNAL_REPLICAS));
   const readiness = new Readiness(data.readiness);
