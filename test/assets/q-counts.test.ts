@@ -150,3 +150,23 @@ t.test('q counts from the text index equal the plain SQL count across writes', a
   ])
     t.notOk(answered.has(fallback), `${fallback}: counted row by row`);
 });
+
+t.test('an org alone on its shard, every row in scope: the count is the index count itself', async (t) => {
+  const trackd = await startTrackd(t, { env: { SHARDS: '1' } });
+  const api = await assetsClient(trackd, 'Q Counts Alone');
+  for (const name of ['Blue Pallet 1', 'Blue Cage 2', 'Red Drum 3']) await api.create({ name });
+  const db = new Database(path.join(trackd.dataDir, 'shards', 'shard-0.sqlite'), { readonly: true, fileMustExist: true });
+  t.teardown(() => db.close());
+  const shard = new Shard(0, db, undefined as never, new ShardGenerations());
+  const cases: [string, boolean | undefined, number][] = [
+    ['blue', undefined, 2],
+    ['blue', true, 2],
+    ['drum', undefined, 1],
+    ['nothing', undefined, 0],
+  ];
+  for (const [q, active, want] of cases) {
+    t.equal(textIndexCount(shard, 'assets', api.orgId, { q, is_active: active }, Date.now()), want, `q=${q} is_active=${active}: ${want}`);
+    const res = await api.req('GET', `/api/v1/assets?limit=1&q=${q}${active === undefined ? '' : `&is_active=${active}`}`);
+    t.equal(res.json.total_count, want, `q=${q} is_active=${active}: total_count ${want}`);
+  }
+});
