@@ -5,6 +5,7 @@ import { ControlPlane } from '../../src/control/controlPlane.js';
 import { shardFile } from '../../src/shards/writer.js';
 import {
   assetInsertCeiling,
+  cpuSeconds,
   eventSequence,
   exportOnce,
   exportWalksTable,
@@ -102,10 +103,14 @@ export const importScenario: CustomScenario = {
     // A failed read rejects now, but is awaited only after the import: handled here, thrown there.
     reads.catch(() => undefined);
     let first: Awaited<ReturnType<typeof importFile>>;
+    const pid = ctx.trackd.child.pid!;
+    const cpuBefore = cpuSeconds(pid);
+    let cpu: number;
     try {
       first = await importFile(base, org.token, csv.file, 'create');
     } finally {
       stopReads.done = true;
+      cpu = cpuSeconds(pid) - cpuBefore;
     }
     const during = await reads;
     if (first.job.status !== 'completed' || first.job.created !== rows || first.job.failed_rows !== 0)
@@ -138,6 +143,9 @@ export const importScenario: CustomScenario = {
         rows,
         csv_bytes: csv.bytes,
         seconds: first.seconds,
+        // trackd's CPU (every thread) over the import, the reads beside it included.
+        trackd_cpu_seconds: Math.round(cpu * 100) / 100,
+        rows_per_trackd_cpu_s: rounded(rows / cpu),
         tags_created: first.job.tags_created,
         upsert_rows_per_s: rounded(upsertRate),
         upsert_seconds: again.seconds,
