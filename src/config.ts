@@ -6,6 +6,12 @@ import { cidrListProblem } from './webhooks/addresses.js';
 
 const IntString = (min: number, max: number) => Type.Integer({ minimum: min, maximum: max });
 
+/**
+ * The largest memory map SQLite accepts in better-sqlite3's build: SQLITE_MAX_MMAP_SIZE is left at
+ * its Linux default, 0x7fff0000 bytes (just under 2 GiB); a larger `PRAGMA mmap_size` is cut to it.
+ */
+export const READ_MMAP_MAX_MB = Math.floor(0x7fff0000 / (1024 * 1024));
+
 /** The environment trackd reads: every variable optional, validated once at start. */
 export const ConfigSchema = Type.Object({
   HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
@@ -24,6 +30,7 @@ export const ConfigSchema = Type.Object({
   EVENT_STREAM_SLOW_SECONDS: IntString(1, 3600),
   EVENT_STREAM_MAX_LAG: IntString(1, 100_000_000),
   RESPONSE_CACHE_MB: IntString(0, 65_536),
+  READ_MMAP_MB: IntString(0, READ_MMAP_MAX_MB),
   SHARD_JOURNAL: Type.Union([Type.Literal('on'), Type.Literal('off')]),
   JOURNAL_REPLICAS: IntString(1, 5),
   SNAPSHOT_EVERY_ENTRIES: IntString(1, 100_000_000),
@@ -37,6 +44,7 @@ export const ConfigSchema = Type.Object({
   CLUSTER_STATIC_SHARDS: Type.Optional(Type.String({ pattern: '^\\d{1,3}(,\\d{1,3})*$' })),
   LEASE_SECONDS: IntString(1, 3600),
   CLUSTER_STANDBYS: Type.Union([Type.Literal('on'), Type.Literal('off')]),
+  SCAN_SUBJECT_PARTITIONS: Type.Union([Type.Literal('on'), Type.Literal('off')]),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -58,6 +66,7 @@ const DEFAULTS: Record<string, string> = {
   EVENT_STREAM_SLOW_SECONDS: '10',
   EVENT_STREAM_MAX_LAG: '10000',
   RESPONSE_CACHE_MB: '64',
+  READ_MMAP_MB: String(READ_MMAP_MAX_MB),
   SHARD_JOURNAL: 'off',
   JOURNAL_REPLICAS: '1',
   SNAPSHOT_EVERY_ENTRIES: '10000',
@@ -68,6 +77,7 @@ const DEFAULTS: Record<string, string> = {
   WEBHOOK_TIMEOUT_MS: '10000',
   LEASE_SECONDS: '15',
   CLUSTER_STANDBYS: 'on',
+  SCAN_SUBJECT_PARTITIONS: 'off',
 };
 
 /** Cluster mode's shard count when SHARDS is unset: fixed, since every node must have the same (not its CPU count). */
@@ -85,6 +95,7 @@ const INTEGER_VARS = new Set([
   'EVENT_STREAM_SLOW_SECONDS',
   'EVENT_STREAM_MAX_LAG',
   'RESPONSE_CACHE_MB',
+  'READ_MMAP_MB',
   'JOURNAL_REPLICAS',
   'SNAPSHOT_EVERY_ENTRIES',
   'SNAPSHOT_EVERY_SECONDS',

@@ -24,6 +24,7 @@ import { StorageHealth } from './storage/health.js';
 import { OwnershipTable } from './cluster/ownershipTable.js';
 import { threadRpc, type ThreadRpc } from './cluster/rpcNode.js';
 import { joinControlCluster } from './control/clusterControl.js';
+import { misplacedOrgs, partitionedSubjects } from './scans/partition.js';
 
 /** How often a standby looks for new journal entries of the shards it follows. */
 const STANDBY_POLL_MS = 500;
@@ -74,6 +75,16 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
     control.close();
     throw err;
   });
+  if (partitionedSubjects(config)) {
+    const misplaced = misplacedOrgs(control.listOrgs(), config.SHARDS);
+    if (misplaced.length > 0) {
+      await controlCluster?.stop();
+      control.close();
+      throw new Error(
+        `SCAN_SUBJECT_PARTITIONS=on: org(s) ${misplaced.slice(0, 10).join(', ')} live on another shard than partition(${config.SHARDS}, org) maps their scans to; they were created without it, and their scans would go to another shard's consumers`,
+      );
+    }
+  }
   // Generated here once, before any thread may race to create it.
   const signingKey = await loadSigningKey(config.DATA_DIR);
   let crashed: ((err: Error) => void) | undefined;
@@ -117,7 +128,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
   for (const shard of config.CLUSTER_STATIC_SHARDS?.split(',') ?? []) ownership?.set(Number(shard), true);
   const isLocal = ownership === undefined ? undefined : (index: number) => ownership.isLocal(index);
   let mainRpc: ThreadRpc | undefined;
-  const shards = new ShardRegistry(config.DATA_DIR, control, actors.link(options.clock));
+  const shards = ShardRegistry.fromConfig(config, control, actors.link(options.clock));
   const services: Services = { config, logger, metrics, control, shards, readiness, clock: options.clock, signingKey };
   services.storageHealth = new StorageHealth(config.DATA_DIR, readiness, logger);
   const http = new HttpThreads(config, logger, readiness, actors, metrics, onCrash, options.logFile, ownership?.buffer);
@@ -145,7 +156,8 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
     // Journaled shards reconcile with their journal before they serve: the broker comes first.
     if (journaled) await startBroker();
     await shards.openAll(config.SHARDS, isLocal);
-    if (ownership !== undefined) mainRpc = await threadRpc(config.NATS_URL!, 'trackd-rpc-main', ownership, metrics);
+    if (ownership !== undefined)
+      mainRpc = await threadRpc(config.NATS_URL!, 'trackd-rpc-main', ownership, metrics, config.JOURNAL_REPLICAS);
     // The HTTP threads boot (module loading, connections) while the broker and the consumer start.
     const threadsReady = http.start(config.HTTP_THREADS);
     threadsReady.catch(() => undefined);

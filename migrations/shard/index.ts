@@ -13,6 +13,8 @@ import * as bulkJobs from './011_bulk_jobs.js';
 import * as countsKept from './012_counts_kept.js';
 import * as qTextIndex from './013_q_text_index.js';
 import * as webhooks from './014_webhooks.js';
+import * as qCountOutside from './015_q_count_outside.js';
+import * as textIndexDeferrable from './016_text_index_deferrable.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
 export const shardMigrations: Migration[] = [
@@ -30,4 +32,6 @@ export const shardMigrations: Migration[] = [
   countsKept,
   qTextIndex,
   webhooks,
+  qCountOutside,
+  textIndexDeferrable,
 ];

@@ -46,9 +46,9 @@ function create(shard: ShardWriter, context: RowContext, body: Record<string, un
   if (errors.length > 0) return { errors };
   const id = context.nextId('asset');
   const assetKey = key ?? mintExternalKey(shard, 'assets', context.orgId);
-  // Tags first: the asset's insert then writes its q text index row once (migration 013).
-  const tagged = applyTagSet(shard, context, OWNER.column, id, tags, false);
   insertAssetRow(shard, { id, orgId: context.orgId, key: assetKey, body, validFrom, validTo });
+  // After the insert: the batch's text index rewrite then knows the asset had no index row (migration 016).
+  const tagged = applyTagSet(shard, context, OWNER.column, id, tags, false);
   // The event's asset is what this row just inserted (the view a re-read would give, without the read).
   const at = formatTimestamp(now);
   const asset: AssetView = {

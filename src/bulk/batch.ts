@@ -1,5 +1,6 @@
-import { conflict, DomainError } from '../errors/domain.js';
+import { DomainError, unavailable } from '../errors/domain.js';
 import type { FieldError } from '../errors/catalog.js';
+import { pauseTextIndex, resumeTextIndex } from '../masterdata/textIndex.js';
 import { shardCommand, type ShardCommand } from '../shards/commands.js';
 import type { ShardWriter } from '../shards/writer.js';
 import { processingJob, recordOutcome, type BatchOutcome, type BulkMode, type RowError } from './jobs.js';
@@ -58,7 +59,8 @@ function judge(apply: RowApplier, shard: ShardWriter, context: RowContext, body:
   try {
     return apply(shard, context, body);
   } catch (err) {
-    if (!(err instanceof DomainError)) throw err;
+    // Unavailable (no ids in hand yet, ...) is no verdict on the row: the batch fails whole, nothing changed, and is sent again.
+    if (!(err instanceof DomainError) || err.kind === 'unavailable') throw err;
     if (err.fields !== undefined) return { errors: err.fields };
     return { errors: [{ field: 'body', code: err.kind === 'conflict' ? 'conflict' : 'invalid_value', message: err.detail }] };
   }
@@ -75,9 +77,23 @@ export function batchCommand(name: string, apply: RowApplier): ShardCommand<Batc
     (shard, args: BatchArgs): BatchOutcome =>
       shard.writer.transaction(() => {
         const job = processingJob(shard, args.orgId, args.jobId);
+        const count = args.rows.length + args.failedRows;
+        if (args.processedBefore !== undefined && job.processed === args.processedBefore + count && count > 0)
+          // This very batch, sent again after an answer that did not say (a journal append that timed out): applied already.
+          return {
+            processed: count,
+            created: 0,
+            updated: 0,
+            unchanged: 0,
+            tagsCreated: 0,
+            failedRows: 0,
+            errors: [],
+            throughRow: args.throughRow,
+          };
         if (args.processedBefore !== undefined && job.processed !== args.processedBefore) {
-          throw conflict(
-            `bulk job ${args.jobId}: an earlier batch was not applied (${job.processed} rows processed, ${args.processedBefore} expected); this one is refused with it`,
+          throw unavailable(
+            `bulk job ${args.jobId}: an earlier batch was not applied (${job.processed} rows processed, ${args.processedBefore} expected); this one waits for it, nothing was changed`,
+            1,
           );
         }
         let standIn = 0;
@@ -98,6 +114,8 @@ export function batchCommand(name: string, apply: RowApplier): ShardCommand<Batc
         };
         try {
           shard.writer.transaction(() => {
+            // The q text index is rewritten once for the batch's rows, not by a trigger per row (migration 016).
+            pauseTextIndex(shard);
             for (const { row, body } of args.rows) {
               const result = judge(apply, shard, context, body);
               if ('errors' in result) {
@@ -109,6 +127,7 @@ export function batchCommand(name: string, apply: RowApplier): ShardCommand<Batc
               }
             }
             if (args.dryRun || (args.atomic && outcome.failedRows > 0)) throw new Undo();
+            resumeTextIndex(shard);
           })();
         } catch (err) {
           if (!(err instanceof Undo)) throw err;

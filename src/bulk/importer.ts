@@ -1,5 +1,6 @@
 import { monotonicFactory } from 'ulid';
 import { ApiError, fieldError } from '../errors/catalog.js';
+import { DomainError } from '../errors/domain.js';
 import { asApiError } from '../errors/envelope.js';
 import type { Reply, RequestContext } from '../http/route.js';
 import type { UploadStream } from '../http/upload.js';
@@ -25,6 +26,8 @@ const nextJobId = monotonicFactory();
 
 /** Batches sent to the shard and not yet answered: the next waits, so the upload waits (and pauses its socket). */
 const BATCHES_IN_FLIGHT = 2;
+/** How long a batch the shard refuses as unavailable (nothing changed) is sent again before the job fails with it. */
+const BATCH_RETRY_MS = 60_000;
 
 export const FORMATS: Record<string, BulkFormat> = { 'text/csv': 'csv', 'application/x-ndjson': 'ndjson' };
 
@@ -89,6 +92,8 @@ class PendingBatch {
 class BatchSender {
   private readonly inFlight: Promise<unknown>[] = [];
   private failure: unknown;
+  /** The last batch sent, settled (applied, or failed for good): a batch sent again waits for the one before it. */
+  private previous: Promise<unknown> = Promise.resolve();
   /** Rows of the batches sent so far (each batch says how many the job must have processed before it). */
   private sentRows = 0;
 
@@ -99,35 +104,51 @@ class BatchSender {
     const { plan } = this;
     const processedBefore = this.sentRows;
     this.sentRows += batch.count;
-    const sent = plan.shard
-      .send(
-        plan.command,
-        {
-          orgId: plan.orgId,
-          jobId: plan.jobId,
-          mode: plan.mode,
-          dryRun: plan.dryRun,
-          atomic: plan.atomic,
-          rows: batch.rows,
-          errors: batch.errors,
-          failedRows: batch.failedRows,
-          throughRow,
-          processedBefore,
-        },
-        // No deadline: a batch waits behind its own job's previous one (BATCHES_IN_FLIGHT bounds what
-        // a job queues), and the job is its only waiter. With the 10 s deadline a loaded machine
-        // failed whole imports with 503 (a bench run: a batch waited 17.7 s behind its predecessor).
-        {},
-      )
-      .catch((err: unknown) => {
-        this.failure ??= err;
-      });
+    const args: BatchArgs = {
+      orgId: plan.orgId,
+      jobId: plan.jobId,
+      mode: plan.mode,
+      dryRun: plan.dryRun,
+      atomic: plan.atomic,
+      rows: batch.rows,
+      errors: batch.errors,
+      failedRows: batch.failedRows,
+      throughRow,
+      processedBefore,
+    };
+    const applied = this.apply(args, this.previous);
+    this.previous = applied.catch(() => undefined);
+    const sent = applied.catch((err: unknown) => {
+      this.failure ??= err;
+    });
     this.inFlight.push(sent);
     if (this.inFlight.length >= BATCHES_IN_FLIGHT) await this.inFlight.shift();
     // Reads served by this HTTP thread run between two batches: a body's rows are parsed and judged in
     // synchronous stretches, and without this a shard that keeps up would never let them in.
     else await new Promise((resolve) => setImmediate(resolve));
     if (this.failure !== undefined) throw this.failure;
+  }
+
+  /**
+   * One batch applied, sent again while the shard answers unavailable (nothing changed: no ids in
+   * hand yet, a journal catching up, the batch before it not applied yet), each time once the batch
+   * before it has settled and the answer's Retry-After has passed, for up to BATCH_RETRY_MS.
+   */
+  private async apply(args: BatchArgs, previous: Promise<unknown>): Promise<unknown> {
+    const giveUpAt = Date.now() + BATCH_RETRY_MS;
+    for (;;) {
+      try {
+        // No deadline: a batch waits behind its own job's previous one (BATCHES_IN_FLIGHT bounds what
+        // a job queues), and the job is its only waiter. With the 10 s deadline a loaded machine
+        // failed whole imports with 503 (a bench run: a batch waited 17.7 s behind its predecessor).
+        return await this.plan.shard.send(this.plan.command, args, {});
+      } catch (err) {
+        if (!(err instanceof DomainError) || err.kind !== 'unavailable' || Date.now() > giveUpAt || this.failure !== undefined) throw err;
+        await previous;
+        await new Promise((resolve) => setTimeout(resolve, (err.retryAfterSeconds ?? 1) * 1000));
+        if (this.failure !== undefined) throw err;
+      }
+    }
   }
 
   async drain(): Promise<void> {

@@ -32,8 +32,6 @@ function create(shard: ShardWriter, context: RowContext, body: Record<string, un
   if (errors.length > 0) return { errors };
   const id = context.nextId('location');
   const locationKey = key ?? mintExternalKey(shard, 'locations', context.orgId);
-  // Tags first: the location's insert then writes its q text index row once (migration 013).
-  const tagsCreated = applyTagSet(shard, context, 'location_id', id, tags, false).created;
   insertLocationRow(shard, {
     id,
     orgId: context.orgId,
@@ -43,6 +41,8 @@ function create(shard: ShardWriter, context: RowContext, body: Record<string, un
     validFrom,
     validTo,
   });
+  // After the insert: the batch's text index rewrite then knows the location had no index row (migration 016).
+  const tagsCreated = applyTagSet(shard, context, 'location_id', id, tags, false).created;
   recordLocationEvent(shard, context.orgId, id, 'location.created');
   return { outcome: 'created', tagsCreated };
 }

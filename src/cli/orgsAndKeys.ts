@@ -1,3 +1,4 @@
+import { partitionOfOrg, partitionedSubjects } from '../scans/partition.js';
 import { signSession } from '../auth/tokens.js';
 import { loadSigningKey } from '../auth/signingKey.js';
 import { ControlPlane } from '../control/controlPlane.js';
@@ -72,7 +73,8 @@ export const orgsCreate: Command = {
     withControl(ctx, async (control) => {
       const name = requireFlag(ctx.flags, 'name');
       if (name.length > 255) throw new CliError('--name must be at most 255 characters');
-      const org = await control.createOrg(name, ctx.config.SHARDS);
+      const shards = ctx.config.SHARDS;
+      const org = await control.createOrg(name, shards, partitionedSubjects(ctx.config) ? (id) => partitionOfOrg(id, shards) : undefined);
       return { id: org.id, name: org.name };
     }),
 };

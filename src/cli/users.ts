@@ -63,10 +63,10 @@ export const usersCreate: Command = {
       for (const org of orgs) requireOrg(control, org);
       const accounts = new Accounts(control);
       const existing = accounts.findUser(email);
-      if (existing !== undefined) return { id: existing.id, email, orgs: accounts.addOrgs(existing.id, orgs), created: false };
+      if (existing !== undefined) return { id: existing.id, email, orgs: await accounts.addOrgs(existing.id, orgs), created: false };
       const password = await readPassword();
       if (password.length < PASSWORD_MIN_LENGTH) throw new CliError(`the password must be at least ${PASSWORD_MIN_LENGTH} characters`);
-      const user = accounts.createUser(email, await hashPassword(password), orgs);
+      const user = await accounts.createUser(email, await hashPassword(password), orgs);
       return { ...user, created: true };
     }),
 };

@@ -32,7 +32,13 @@ export class ShardRpcClient {
     private readonly timings: RpcTimings = DEFAULT_RPC_TIMINGS,
   ) {}
 
-  async forward(shard: number, request: ForwardedRequest, isRead: boolean): Promise<ForwardedAnswer> {
+  /** `answerTimeoutMs`: longer for an upload, which the owner answers once it has read the whole body. */
+  async forward(
+    shard: number,
+    request: ForwardedRequest,
+    isRead: boolean,
+    answerTimeoutMs = this.timings.answerTimeoutMs,
+  ): Promise<ForwardedAnswer> {
     const data = encodeRequest(request);
     const maxPayload = this.nc.info?.max_payload ?? Number.POSITIVE_INFINITY;
     if (data.byteLength > maxPayload)
@@ -43,18 +49,18 @@ export class ShardRpcClient {
     const deadline = Date.now() + this.timings.readRetryMs;
     let pause = 25;
     for (;;) {
-      const miss = await this.ask(shard, data);
+      const miss = await this.ask(shard, data, answerTimeoutMs);
       if (typeof miss !== 'string') return miss;
       this.onMiss(miss);
-      if (!isRead || miss === 'timeout' || Date.now() + pause > deadline) throw this.failover(miss, isRead);
+      if (!isRead || miss === 'timeout' || Date.now() + pause > deadline) throw this.failover(miss, isRead, answerTimeoutMs);
       await sleep(pause);
       pause = Math.min(pause * 2, 250);
     }
   }
 
-  private async ask(shard: number, data: Uint8Array): Promise<ForwardedAnswer | Miss> {
+  private async ask(shard: number, data: Uint8Array, timeout: number): Promise<ForwardedAnswer | Miss> {
     try {
-      const msg = await this.nc.request(rpcSubject(shard), data, { timeout: this.timings.answerTimeoutMs });
+      const msg = await this.nc.request(rpcSubject(shard), data, { timeout });
       const answer = decodeAnswer(msg.data);
       return answer.notOwner ? 'no owner' : answer;
     } catch (err) {
@@ -64,11 +70,11 @@ export class ShardRpcClient {
     }
   }
 
-  private failover(miss: Miss, isRead: boolean): ApiError {
+  private failover(miss: Miss, isRead: boolean, answerTimeoutMs: number): ApiError {
     const headers = { 'Retry-After': String(this.timings.retryAfterSeconds) };
     const detail =
       miss === 'timeout'
-        ? `The node that owns this organization did not answer within ${this.timings.answerTimeoutMs / 1000} s${isRead ? '' : '; the write may still be applied'}`
+        ? `The node that owns this organization did not answer within ${answerTimeoutMs / 1000} s${isRead ? '' : '; the write may still be applied'}`
         : miss === 'no owner'
           ? `No node serves this organization right now (its shard is moving to another node)${isRead ? '' : '; nothing was changed'}`
           : `The broker between the nodes is unavailable${isRead ? '' : '; the write may still be applied'}`;

@@ -2,7 +2,11 @@ import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node'
 import { ApiError } from '../errors/catalog.js';
 import { errorEnvelope } from '../errors/envelope.js';
 import type { Logger } from '../log.js';
+import { monotonicFactory } from 'ulid';
+import type { StagedUploads } from './uploads.js';
 import { decodeRequest, encodeAnswer, rpcSubject, type ForwardedAnswer, type ForwardedRequest } from './rpcWire.js';
+
+const nextUlid = monotonicFactory(Math.random);
 
 /** Runs a forwarded request through this node's own pipeline (HttpServer.serveForwarded). */
 export type ForwardedHandler = (request: ForwardedRequest) => Promise<ForwardedAnswer>;
@@ -24,6 +28,8 @@ export class ShardRpcServer {
     private readonly isLocal: (shard: number) => boolean,
     private readonly handle: ForwardedHandler,
     private readonly logger: Logger,
+    /** Where an answer over the broker's max_payload is staged for the front node to read. */
+    private readonly uploads?: StagedUploads,
   ) {}
 
   /** Subscribes to the shards in `local` and leaves the others (called with every change of ownership). */
@@ -70,6 +76,16 @@ export class ShardRpcServer {
     }
     let data = encodeAnswer(answer);
     const maxPayload = this.nc.info?.max_payload ?? Number.POSITIVE_INFINITY;
+    if (data.byteLength > maxPayload && answer.body !== undefined && this.uploads !== undefined) {
+      // A large answer (an export): its body goes through the object store, the front node reads it there.
+      const staged = `answer-${nextUlid()}`;
+      try {
+        await this.uploads.stage(staged, [Buffer.from(answer.body, 'utf8')]);
+        data = encodeAnswer({ ...answer, body: undefined, staged });
+      } catch (err) {
+        this.logger.error({ err, shard }, 'shard RPC answer could not be staged');
+      }
+    }
     if (data.byteLength > maxPayload)
       data = encodeAnswer(
         errorAnswer(

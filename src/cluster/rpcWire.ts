@@ -14,6 +14,8 @@ export interface ForwardedRequest {
   headers: Record<string, string>;
   remoteAddress: string;
   body: Buffer | undefined;
+  /** An upload's body staged in the object store under this name (cluster/uploads.ts) instead of `body`. */
+  staged?: string;
 }
 
 /** The owner's answer: status, the headers its handler set, the body (absent: none was written). */
@@ -24,6 +26,8 @@ export interface ForwardedAnswer {
   body: string | undefined;
   /** The node did not own the shard when the request came (a lease moved): nothing was run. */
   notOwner?: true;
+  /** A body over the broker's max_payload (a large export) staged in the object store under this name instead of `body`. */
+  staged?: string;
 }
 
 interface RequestHead {
@@ -32,6 +36,7 @@ interface RequestHead {
   h: Record<string, string>;
   r: string;
   b: boolean;
+  s?: string;
 }
 
 interface AnswerHead {
@@ -40,6 +45,7 @@ interface AnswerHead {
   c?: string;
   b: boolean;
   n?: true;
+  st?: string;
 }
 
 function frame(head: unknown, body: Buffer | undefined): Uint8Array {
@@ -68,6 +74,7 @@ export function encodeRequest(request: ForwardedRequest): Uint8Array {
     r: request.remoteAddress,
     b: request.body !== undefined,
   };
+  if (request.staged !== undefined) head.s = request.staged;
   return frame(head, request.body);
 }
 
@@ -81,12 +88,14 @@ export function decodeRequest(data: Uint8Array): ForwardedRequest {
     headers: head.h,
     remoteAddress: String(head.r ?? ''),
     body: head.b ? Buffer.from(body) : undefined,
+    ...(typeof head.s === 'string' ? { staged: head.s } : {}),
   };
 }
 
 export function encodeAnswer(answer: ForwardedAnswer): Uint8Array {
   const head: AnswerHead = { s: answer.status, h: answer.headers, c: answer.contentType, b: answer.body !== undefined };
   if (answer.notOwner) head.n = true;
+  if (answer.staged !== undefined) head.st = answer.staged;
   return frame(head, answer.body === undefined ? undefined : Buffer.from(answer.body, 'utf8'));
 }
 
@@ -99,6 +108,7 @@ export function decodeAnswer(data: Uint8Array): ForwardedAnswer {
     contentType: head.c,
     body: head.b ? body.toString('utf8') : undefined,
     ...(head.n ? { notOwner: true as const } : {}),
+    ...(typeof head.st === 'string' ? { staged: head.st } : {}),
   };
 }
 

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import type { StoredSession, StoredUser } from '../control/controlKv.js';
 import type { ControlPlane } from '../control/controlPlane.js';
+import { conflict } from '../errors/domain.js';
 import { StatementCache } from '../storage/sqlite.js';
 
 export interface UserRow {
@@ -39,8 +41,22 @@ export class Accounts {
     return this.control.db;
   }
 
-  createUser(email: string, passwordHash: string, orgIds: number[], now = Date.now()): { id: number; email: string; orgs: number[] } {
+  /** Creates a user; in cluster mode in the cluster's bucket first (cluster-wide ids, one user per email), then here. */
+  async createUser(
+    email: string,
+    passwordHash: string,
+    orgIds: number[],
+    now = Date.now(),
+  ): Promise<{ id: number; email: string; orgs: number[] }> {
     const normalized = normalizeEmail(email);
+    const kv = this.control.cluster;
+    if (kv !== undefined) {
+      const floor = (this.db.prepare('SELECT COALESCE(MAX(id), 0) + 1 AS id FROM users').get() as { id: number }).id;
+      const user = await kv.createUser(normalized, passwordHash, orgIds, now, floor);
+      if (user === undefined) throw conflict(`A console user with email ${normalized} was created at the same time on another node`);
+      this.applyUser(user);
+      return { id: user.id, email: normalized, orgs: orgIds };
+    }
     return this.db
       .transaction(() => {
         const info = this.db
@@ -55,7 +71,14 @@ export class Accounts {
   }
 
   /** Adds organizations to an existing user; returns all of the user's organization ids. */
-  addOrgs(userId: number, orgIds: number[]): number[] {
+  async addOrgs(userId: number, orgIds: number[]): Promise<number[]> {
+    const kv = this.control.cluster;
+    const email = this.userById(userId)?.email;
+    if (kv !== undefined && email !== undefined) {
+      const user = await kv.addUserOrgs(email, orgIds);
+      if (user !== undefined) this.applyUser(user);
+      return this.orgsOf(userId).map((o) => o.id);
+    }
     const add = this.db.prepare('INSERT OR IGNORE INTO user_orgs (user_id, org_id) VALUES (?, ?)');
     for (const org of orgIds) add.run(userId, org);
     return this.orgsOf(userId).map((o) => o.id);
@@ -81,8 +104,16 @@ export class Accounts {
     return this.statements.get('SELECT 1 FROM user_orgs WHERE user_id = ? AND org_id = ?').get(userId, orgId) !== undefined;
   }
 
-  createSession(userId: number, orgId: number, now: number, ttlMs: number): SessionRow {
+  async createSession(userId: number, orgId: number, now: number, ttlMs: number): Promise<SessionRow> {
     const row: SessionRow = { id: randomUUID(), user_id: userId, org_id: orgId, expires_at: now + ttlMs, revoked_at: null };
+    const kv = this.control.cluster;
+    if (kv !== undefined) {
+      // In the cluster's bucket, so that the session works on every node (each mirrors it).
+      const stored: StoredSession = { ...row, created_at: now };
+      await kv.createSession(stored);
+      this.applySession(stored);
+      return row;
+    }
     this.statements
       .get('INSERT INTO web_sessions (id, user_id, org_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?)')
       .run(row.id, userId, orgId, now, row.expires_at);
@@ -95,8 +126,38 @@ export class Accounts {
       | undefined;
   }
 
-  endSession(id: string, now: number): void {
+  async endSession(id: string, now: number): Promise<void> {
+    const kv = this.control.cluster;
+    if (kv !== undefined) {
+      const ended = await kv.endSession(id, now);
+      if (ended !== undefined) this.applySession(ended);
+      return;
+    }
     this.statements.get('UPDATE web_sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now, id);
+  }
+
+  /** Mirrors a user of the cluster's bucket into this file (its organizations are only ever added). */
+  applyUser(user: StoredUser): void {
+    this.db.transaction(() => {
+      this.statements
+        .get(
+          `INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)
+           ON CONFLICT(id) DO UPDATE SET email = excluded.email, password_hash = excluded.password_hash`,
+        )
+        .run(user.id, user.email, user.password_hash, user.created_at);
+      const add = this.statements.get('INSERT OR IGNORE INTO user_orgs (user_id, org_id) VALUES (?, ?)');
+      for (const org of user.orgs) add.run(user.id, org);
+    })();
+  }
+
+  /** Mirrors a web session of the cluster's bucket into this file (an end arrives as the session with its revoked_at). */
+  applySession(session: StoredSession): void {
+    this.statements
+      .get(
+        `INSERT INTO web_sessions (id, user_id, org_id, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT(id) DO UPDATE SET revoked_at = COALESCE(web_sessions.revoked_at, excluded.revoked_at)`,
+      )
+      .run(session.id, session.user_id, session.org_id, session.created_at, session.expires_at, session.revoked_at);
   }
 
   /** Failed logins of any of `subjects` since `since`, with the oldest one's time (for Retry-After). */

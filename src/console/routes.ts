@@ -144,8 +144,8 @@ export function consoleRoutes(services: Services, sessions: SessionAuth): Route[
       session: true,
       scopes: [],
       orgScoped: false,
-      handler: (ctx) => {
-        accounts.endSession(ctx.principal.session!.id, ctx.now);
+      handler: async (ctx) => {
+        await accounts.endSession(ctx.principal.session!.id, ctx.now);
         return { status: 204, headers: { ...CONSOLE_HEADERS, 'Set-Cookie': sessionCookie(ctx.client, '', 0) } };
       },
     }),
@@ -163,7 +163,7 @@ export function consoleRoutes(services: Services, sessions: SessionAuth): Route[
         const orgId = ctx.body.org_id as number;
         if (!accounts.belongs(s.userId, orgId))
           throwIfInvalid([fieldError('org_id', 'invalid_value', 'You do not belong to this organization')]);
-        accounts.endSession(s.id, ctx.now);
+        await accounts.endSession(s.id, ctx.now);
         return startSession(ctx, s.userId, orgId);
       },
     }),

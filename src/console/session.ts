@@ -52,7 +52,7 @@ export class SessionAuth {
   ) {}
 
   async start(userId: number, orgId: number, now: number): Promise<{ token: string; session: WebSession }> {
-    const row = this.accounts.createSession(userId, orgId, now, SESSION_TTL_MS);
+    const row = await this.accounts.createSession(userId, orgId, now, SESSION_TTL_MS);
     const csrf = randomBytes(24).toString('base64url');
     const token = await signWebSession(this.key, { sessionId: row.id, userId, orgId, csrf, expiresAt: row.expires_at });
     return { token, session: { id: row.id, userId, csrf, expiresAt: row.expires_at } };

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { LeaseBucket, RevisionMoved } from '../cluster/leaseBucket.js';
 import { replaceSigningKey, storedSigningKey, type StoredKey } from '../auth/signingKey.js';
@@ -9,8 +10,30 @@ export const CONTROL_BUCKET = 'trackd_control';
 export const orgKey = (id: number) => `org.${id}`;
 export const apiKeyKey = (id: string) => `key.${id}`;
 const idsKey = (entity: string) => `ids.${entity}`;
+/** A console user's key: by email (created at revision 0, so one email is one user cluster-wide). */
+export const userKey = (email: string) => `user.${createHash('sha256').update(email).digest('base64url')}`;
+export const sessionKey = (id: string) => `session.${id}`;
 const SIGNING_KEY = 'signing';
 const TIMEOUT_MS = 5000;
+
+/** A console user as stored (Accounts mirrors it into users and user_orgs). */
+export interface StoredUser {
+  id: number;
+  email: string;
+  password_hash: string;
+  orgs: number[];
+  created_at: number;
+}
+
+/** A console web session as stored (mirrored into web_sessions). */
+export interface StoredSession {
+  id: string;
+  user_id: number;
+  org_id: number;
+  created_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+}
 
 /** An org as stored: its row and when it was created. */
 export interface StoredOrg extends OrgRow {
@@ -40,10 +63,10 @@ export class ControlKv {
     return this.bucket.prefix;
   }
 
-  /** Creates the org under the first free id from `firstId` on. */
-  async createOrg(name: string, shardCount: number, firstId: number, now: number): Promise<StoredOrg> {
+  /** Creates the org under the first free id from `firstId` on, on the shard `placement` gives its id. */
+  async createOrg(name: string, placement: (id: number) => number, firstId: number, now: number): Promise<StoredOrg> {
     for (let id = firstId; ; id++) {
-      const org: StoredOrg = { id, name, shard: (id - 1) % shardCount, created_at: now };
+      const org: StoredOrg = { id, name, shard: placement(id), created_at: now };
       try {
         await this.bucket.put(orgKey(id), org, 0);
         return org;
@@ -81,6 +104,61 @@ export class ControlKv {
       try {
         await this.bucket.put(idsKey(entity), { next: start + count }, current?.revision ?? 0);
         return { start, end: start + count };
+      } catch (err) {
+        if (!(err instanceof RevisionMoved)) throw err;
+      }
+    }
+  }
+
+  /** The user stored under `email`, with the revision to update it over; undefined when none. */
+  async user(email: string): Promise<{ value: StoredUser; revision: number } | undefined> {
+    return this.bucket.get<StoredUser>(userKey(email));
+  }
+
+  /** Creates a user (its id drawn from the cluster's `user` ids); undefined when the email is taken meanwhile. */
+  async createUser(email: string, passwordHash: string, orgs: number[], now: number, floor: number): Promise<StoredUser | undefined> {
+    const { start: id } = await this.reserveIds('user', 1, floor);
+    const user: StoredUser = { id, email, password_hash: passwordHash, orgs, created_at: now };
+    try {
+      await this.bucket.put(userKey(email), user, 0);
+      return user;
+    } catch (err) {
+      if (!(err instanceof RevisionMoved)) throw err;
+      return undefined;
+    }
+  }
+
+  /** Adds organizations to the user of `email`; returns the stored user (undefined: no such user). */
+  async addUserOrgs(email: string, orgs: number[]): Promise<StoredUser | undefined> {
+    for (;;) {
+      const current = await this.user(email);
+      if (current === undefined) return undefined;
+      const merged = [...new Set([...current.value.orgs, ...orgs])];
+      if (merged.length === current.value.orgs.length) return current.value;
+      const next = { ...current.value, orgs: merged };
+      try {
+        await this.bucket.put(userKey(email), next, current.revision);
+        return next;
+      } catch (err) {
+        if (!(err instanceof RevisionMoved)) throw err;
+      }
+    }
+  }
+
+  async createSession(session: StoredSession): Promise<void> {
+    await this.bucket.put(sessionKey(session.id), session, 0);
+  }
+
+  /** Ends a session (a logout, an org switch); the first end time stays. Undefined when there is no such session. */
+  async endSession(id: string, now: number): Promise<StoredSession | undefined> {
+    for (;;) {
+      const current = await this.bucket.get<StoredSession>(sessionKey(id));
+      if (current === undefined) return undefined;
+      if (current.value.revoked_at !== null) return current.value;
+      const ended = { ...current.value, revoked_at: now };
+      try {
+        await this.bucket.put(sessionKey(id), ended, current.revision);
+        return ended;
       } catch (err) {
         if (!(err instanceof RevisionMoved)) throw err;
       }

@@ -1,7 +1,8 @@
 import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../log.js';
-import type { ControlKv, StoredOrg } from './controlKv.js';
+import { Accounts } from '../console/accounts.js';
+import type { ControlKv, StoredOrg, StoredSession, StoredUser } from './controlKv.js';
 import type { ApiKeyRow, ControlPlane } from './controlPlane.js';
 import { ADMIN_OPTIONS } from '../scans/streams.js';
 
@@ -23,6 +24,7 @@ export async function startControlMirror(
   control: ControlPlane,
   logger: Logger | undefined,
 ): Promise<ControlMirror> {
+  const accounts = new Accounts(control);
   const jsm = await jetstreamManager(nc, ADMIN_OPTIONS);
   const { state } = await jsm.streams.info(kv.stream);
   const consumer = await jetstream(nc).consumers.get(kv.stream, { deliver_policy: DeliverPolicy.LastPerSubject });
@@ -37,6 +39,8 @@ export async function startControlMirror(
     try {
       if (key.startsWith('org.')) control.applyOrg(msg.json<StoredOrg>());
       else if (key.startsWith('key.')) control.applyKey(msg.json<ApiKeyRow>());
+      else if (key.startsWith('user.')) accounts.applyUser(msg.json<StoredUser>());
+      else if (key.startsWith('session.')) accounts.applySession(msg.json<StoredSession>());
     } catch (err) {
       logger?.error({ err, key }, 'control mirror could not apply a value');
     }

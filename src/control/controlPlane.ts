@@ -60,11 +60,19 @@ export class ControlPlane {
     this.kv = kv;
   }
 
-  /** Records the org's shard once, at creation, so the mapping never depends on a later SHARDS value. */
-  async createOrg(name: string, shardCount: number): Promise<OrgRow> {
+  /** The cluster's bucket (cluster mode), where console users and sessions are written too. */
+  get cluster(): ControlKv | undefined {
+    return this.kv;
+  }
+
+  /**
+   * Records the org's shard once, at creation, so the mapping never depends on a later SHARDS value:
+   * `(id - 1) % shardCount`, or (cluster mode with partitioned input subjects) what `placement` says.
+   */
+  async createOrg(name: string, shardCount: number, placement?: (id: number) => number): Promise<OrgRow> {
     if (this.kv !== undefined) {
       const next = (this.db.prepare('SELECT COALESCE(MAX(id), 0) + 1 AS id FROM orgs').get() as { id: number }).id;
-      const org = await this.kv.createOrg(name, shardCount, next, Date.now());
+      const org = await this.kv.createOrg(name, placement ?? ((id) => (id - 1) % shardCount), next, Date.now());
       this.applyOrg(org);
       return { id: org.id, name: org.name, shard: org.shard };
     }

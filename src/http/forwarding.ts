@@ -5,6 +5,7 @@
  */
 import type uWS from 'uWebSockets.js';
 import type { ForwardedAnswer, ForwardedRequest } from '../cluster/rpcWire.js';
+import type { StagedUploads } from '../cluster/uploads.js';
 import type { InjectedResponse } from './inject.js';
 import type { Reply } from './route.js';
 
@@ -13,7 +14,9 @@ export interface ShardForwarding {
   /** Whether this node serves the shard itself. */
   isLocal(shard: number): boolean;
   /** The owner's answer to the request, or throws the ApiError (503) of a failover. */
-  forward(shard: number, request: ForwardedRequest, isRead: boolean): Promise<ForwardedAnswer>;
+  forward(shard: number, request: ForwardedRequest, isRead: boolean, answerTimeoutMs?: number): Promise<ForwardedAnswer>;
+  /** Where uploads to other nodes' shards are staged, and where an owner reads a forwarded upload's body. */
+  uploads: StagedUploads;
 }
 
 /** Every request header the pipeline reads (server.ts onRequest); the request id is set apart. */

@@ -7,7 +7,8 @@ export interface InjectedRequest {
   url: string;
   /** Header names in any case. */
   headers?: Record<string, string>;
-  body?: string | Buffer;
+  /** A body in one piece, or streamed (a forwarded upload): its chunks arrive as the server's reads let them (pause, resume). */
+  body?: string | Buffer | AsyncIterable<Uint8Array>;
   remoteAddress?: string;
 }
 
@@ -33,7 +34,8 @@ export function inject(handler: Handler, request: InjectedRequest): Promise<Inje
   const query = queryAt < 0 ? undefined : request.url.slice(queryAt + 1);
   const requestHeaders = new Map<string, string>();
   for (const [name, value] of Object.entries(request.headers ?? {})) requestHeaders.set(name.toLowerCase(), value);
-  const body = request.body === undefined ? undefined : Buffer.from(request.body);
+  const streamed = typeof request.body === 'object' && Symbol.asyncIterator in request.body ? request.body : undefined;
+  const body = request.body === undefined || streamed !== undefined ? undefined : Buffer.from(request.body as string | Buffer);
   if (body !== undefined && !requestHeaders.has('content-length')) requestHeaders.set('content-length', String(body.byteLength));
 
   return new Promise((resolve) => {
@@ -42,9 +44,12 @@ export function inject(handler: Handler, request: InjectedRequest): Promise<Inje
     let ended = false;
     const written: string[] = [];
     let onData: ((chunk: ArrayBuffer, isLast: boolean) => void) | undefined;
+    let paused = false;
+    let resumed: (() => void) | undefined;
     const finish = (text: string, contentLength: number) => {
       if (ended) throw new Error('the response was ended twice');
       ended = true;
+      resumed?.();
       headers['content-length'] = String(contentLength);
       headers.uwebsockets = 'injected';
       resolve({ status, headers, body: text });
@@ -74,8 +79,13 @@ export function inject(handler: Handler, request: InjectedRequest): Promise<Inje
         return true;
       },
       onWritable: () => res,
-      pause() {},
-      resume() {},
+      pause() {
+        paused = true;
+      },
+      resume() {
+        paused = false;
+        resumed?.();
+      },
       close() {
         finish(written.join(''), -1);
         return res;
@@ -108,8 +118,44 @@ export function inject(handler: Handler, request: InjectedRequest): Promise<Inje
     // The body arrives even when the answer went out first (401, 413): the network delivers it anyway.
     setImmediate(() => {
       if (onData === undefined) return;
+      if (streamed !== undefined) {
+        void deliver(
+          streamed,
+          onData,
+          () => (paused ? new Promise<void>((r) => (resumed = r)) : undefined),
+          () => ended,
+        );
+        return;
+      }
       const bytes = body ?? Buffer.alloc(0);
       onData(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer, true);
     });
   });
+}
+
+/**
+ * A streamed body to the server's onData, one chunk at a time, waiting while it has paused the
+ * "socket". A body whose source fails stops there: the server's idle limit then fails the upload.
+ */
+async function deliver(
+  body: AsyncIterable<Uint8Array>,
+  onData: (chunk: ArrayBuffer, isLast: boolean) => void,
+  pausedUntil: () => Promise<void> | undefined,
+  answered: () => boolean,
+): Promise<void> {
+  const whilePaused = async () => {
+    for (let wait = pausedUntil(); wait !== undefined; wait = pausedUntil()) await wait;
+  };
+  try {
+    for await (const chunk of body) {
+      await whilePaused();
+      // Answered before the body's end (a bad header row, a refused key): the rest is not read.
+      if (answered()) return;
+      onData(chunk.buffer.slice(chunk.byteOffset, chunk.byteOffset + chunk.byteLength) as ArrayBuffer, false);
+    }
+  } catch {
+    return;
+  }
+  await whilePaused();
+  onData(new ArrayBuffer(0), true);
 }

@@ -63,6 +63,8 @@ const STATUS_TEXT: Record<number, string> = Object.fromEntries(
 // Math.random, not the default webcrypto PRNG (16 one-byte getRandomValues calls per new millisecond):
 // request ids need uniqueness, not secrecy, and the default cost 15% of an asset read (bench profile).
 const nextUlid = monotonicFactory(Math.random);
+/** How long a front node waits for the owner's answer to a forwarded upload: the owner applies the whole body first. */
+const FORWARDED_UPLOAD_ANSWER_MS = 15 * 60_000;
 
 interface Pending {
   res: uWS.HttpResponse;
@@ -216,7 +218,7 @@ export class HttpServer {
       method: request.method,
       url: request.url,
       headers: request.headers,
-      body: request.body,
+      body: request.staged === undefined ? request.body : this.options.forwarding?.uploads.read(request.staged),
       remoteAddress: request.remoteAddress,
     });
     return answerOf(response);
@@ -417,13 +419,16 @@ export class HttpServer {
   private async forward(
     p: Pending,
     shard: number,
-    request: { compiled: CompiledRoute; rawQuery: string; body: Promise<Buffer | undefined> | undefined; isHead: boolean },
+    request: {
+      compiled: CompiledRoute;
+      rawParams: Record<string, string>;
+      rawQuery: string;
+      contentType: string;
+      body: Promise<Buffer | undefined> | undefined;
+      isHead: boolean;
+    },
   ): Promise<void> {
-    if (request.compiled.route.upload !== undefined)
-      throw new ApiError(
-        'service_unavailable',
-        "Uploads are not forwarded between nodes: this node does not own the organization's shard; send the upload to the node that does",
-      );
+    if (request.compiled.route.upload !== undefined) return this.forwardUpload(p, shard, request);
     let body: Buffer | undefined;
     if (request.body !== undefined) {
       body = await request.body;
@@ -438,8 +443,67 @@ export class HttpServer {
       remoteAddress: p.aborted ? '' : remoteAddress(p.res),
       body,
     };
-    const answer = await this.options.forwarding!.forward(shard, forwarded, method === 'GET');
+    const forwarding = this.options.forwarding!;
+    const answer = await forwarding.forward(shard, forwarded, method === 'GET');
+    if (answer.staged !== undefined) {
+      // An answer over the broker's max_payload (a large export): its body is in the object store.
+      try {
+        answer.body = (await forwarding.uploads.readAll(answer.staged)).toString('utf8');
+      } catch (err) {
+        const applied = method === 'GET' ? '' : '; the request may have been applied';
+        throw new ApiError(
+          'service_unavailable',
+          `The answer of the node that owns this organization could not be read (${(err as Error).message})${applied}`,
+          {
+            headers: { 'Retry-After': '2' },
+          },
+        );
+      } finally {
+        void forwarding.uploads.drop(answer.staged);
+      }
+    }
     this.send(p, replyOf(answer), request.isHead);
+  }
+
+  /**
+   * An upload for another node's shard: what the owner would refuse before reading the body is
+   * refused here first (the query, the media type); then the body is staged in the object store
+   * (cluster/uploads.ts) and the request forwarded with the object's name. The owner reads the
+   * whole body before it answers (202), so the answer is awaited for as long as an upload may take.
+   */
+  private async forwardUpload(
+    p: Pending,
+    shard: number,
+    request: { compiled: CompiledRoute; rawParams: Record<string, string>; rawQuery: string; contentType: string },
+  ): Promise<void> {
+    const errors: FieldError[] = [];
+    parseInputs(request.compiled, request.rawParams, request.rawQuery, p.isApi, errors);
+    checkMediaType(request.compiled.route, request.contentType);
+    if (errors.length > 0) throw ApiError.validation(errors);
+    const forwarding = this.options.forwarding!;
+    const staged = `${nextUlid()}`;
+    try {
+      await forwarding.uploads.stage(staged, p.upload!).catch((err: unknown) => {
+        if (err instanceof ApiError) throw err; // the upload's own failure: over its limit, stalled, the client gone
+        throw new ApiError(
+          'service_unavailable',
+          `The upload could not be staged for the node that owns this organization (${(err as Error).message}); nothing was changed`,
+          { headers: { 'Retry-After': '2' } },
+        );
+      });
+      const forwarded: ForwardedRequest = {
+        method: p.method,
+        url: request.rawQuery === '' ? p.path : `${p.path}?${request.rawQuery}`,
+        headers: { ...p.forwardHeaders, 'x-request-id': p.requestId },
+        remoteAddress: p.aborted ? '' : remoteAddress(p.res),
+        body: undefined,
+        staged,
+      };
+      const answer = await forwarding.forward(shard, forwarded, false, FORWARDED_UPLOAD_ANSWER_MS);
+      this.send(p, replyOf(answer), false);
+    } finally {
+      void forwarding.uploads.drop(staged);
+    }
   }
 
   /**

@@ -85,7 +85,7 @@ try {
   const control = await ControlPlane.open(config.DATA_DIR);
   const signingKey = await loadSigningKey(config.DATA_DIR);
   const authenticator = new Authenticator(control, signingKey, config.TRACKD_ENV, logger);
-  const shards = new ShardRegistry(config.DATA_DIR, control, async (index, onGone) => {
+  const shards = ShardRegistry.fromConfig(config, control, async (index, onGone) => {
     const answer = await ask({ type: 'link', request: nextRequest++, index });
     if (answer.type === 'link refused') throw unavailable(answer.detail, 1);
     if (answer.type !== 'link') throw new Error('unexpected answer to a shard link request');
@@ -94,7 +94,9 @@ try {
   const ownership = data.ownership === undefined ? undefined : new OwnershipTable(data.ownership);
   await shards.openAll(config.SHARDS, ownership === undefined ? undefined : (index) => ownership.isLocal(index));
   const rpc: ThreadRpc | undefined =
-    ownership === undefined ? undefined : await threadRpc(config.NATS_URL!, `trackd-rpc-http-${data.thread}`, ownership, metrics);
+    ownership === undefined
+      ? undefined
+      : await threadRpc(config.NATS_URL!, `trackd-rpc-http-${data.thread}`, ownership, metrics, config.JOURNAL_REPLICAS);
   // Cluster mode: the console's key writes go to the cluster's bucket (the main thread mirrors it into the file).
   if (rpc !== undefined) control.useKv(await ControlKv.open(rpc.nc, config.JOURNAL_REPLICAS));
   const readiness = new Readiness(data.readiness);

@@ -3,6 +3,7 @@ import { pagingParams, type QuerySpec, type SortTerm } from '../http/query.js';
 import type { Shard } from '../shards/shard.js';
 import { keptListCount } from './liveCounts.js';
 import { TableMemo } from './tableMemo.js';
+import { textIndexCount } from './textCounts.js';
 import { textIndexQuery, textIndexTable } from './textIndex.js';
 import { applyLiveness, likePattern, runList, type Page, type SortColumns } from './list.js';
 import type { KeyedTable } from './keys.js';
@@ -160,7 +161,10 @@ export function masterPage<Row extends MasterRow, View>(
         : counts.get(
             `${options.orgId} ${JSON.stringify(filters)}`,
             options.now,
-            () => keptListCount(shard, options.table, options.orgId, filters, options.now) ?? compute(),
+            () =>
+              keptListCount(shard, options.table, options.orgId, filters, options.now) ??
+              textIndexCount(shard, options.table, options.orgId, filters, options.now) ??
+              compute(),
           ),
     pageBase: (total) => (shortWalk(total) ? build('exists') : base),
   });

@@ -1,4 +1,5 @@
-import type { KeyedTable } from './keys.js';
+import type { ShardWriter } from '../shards/writer.js';
+import { writerStatements, type KeyedTable } from './keys.js';
 
 /**
  * The text index of `q` (migration 013): per master-data table, an FTS5 table of trigrams,
@@ -55,4 +56,29 @@ export function textIndexQuery(q: string): TextIndexQuery | undefined {
   for (const stretch of stretches) if (codePoints(stretch) > codePoints(longest)) longest = stretch;
   if (codePoints(longest) < 3) return undefined;
   return { match: `"${longest.replaceAll('"', '""')}"`, exact: ascii };
+}
+
+/** Marks the shard's text index paused (migration 016): its triggers only mark the owners they would rewrite. */
+export function pauseTextIndex(shard: ShardWriter): void {
+  writerStatements(shard).get('INSERT INTO text_index_paused (paused) VALUES (1)').run();
+}
+
+/**
+ * Rewrites the index rows of the owners marked since `pauseTextIndex`, in two set-based statements
+ * per table, and ends the pause: the index is then what the row-by-row triggers would have left.
+ * Must run in the transaction that paused it (the pause is never committed).
+ */
+export function resumeTextIndex(shard: ShardWriter): void {
+  const statements = writerStatements(shard);
+  for (const table of ['assets', 'locations'] as const) {
+    const text = textIndexTable(table);
+    statements.get(`DELETE FROM ${text} WHERE rowid IN (SELECT id FROM text_index_stale WHERE owner = '${table}' AND inserted = 0)`).run();
+    statements
+      .get(
+        `INSERT INTO ${text} (rowid, body) SELECT s.id, s.body FROM text_index_stale x JOIN ${text}_source s ON s.id = x.id WHERE x.owner = '${table}'`,
+      )
+      .run();
+  }
+  statements.get('DELETE FROM text_index_stale').run();
+  statements.get('DELETE FROM text_index_paused').run();
 }

@@ -169,6 +169,11 @@ class ScanStore {
     this.applied.set(stream, 0);
   }
 
+  /** The applied sequence of `stream` for its incarnation `created` (0 for another one: nothing of it is applied). */
+  appliedSeqOf(stream: string, created: string): number {
+    return this.s.streamIdentity.get(stream) === created ? this.appliedSeq(stream) : 0;
+  }
+
   appliedSeq(stream: string): number {
     let seq = this.applied.get(stream);
     if (seq === undefined) {
@@ -559,6 +564,18 @@ const bindCommand = shardCommand(
   (shard, { stream, created }: { stream: string; created: string }): void => storeOf(shard).bindStream(stream, created),
   'scans',
 );
+
+const appliedSeqCommand = shardCommand(
+  'scans.appliedSeq',
+  (shard, { stream, created }: { stream: string; created: string }): number => storeOf(shard).appliedSeqOf(stream, created),
+  'scans',
+  { readOnly: true },
+);
+
+/** The last message of `stream` (incarnation `created`) the shard has applied: every one of its messages up to it is in. */
+export function appliedSeqOf(shard: Shard, stream: string, created: string): Promise<number> {
+  return shard.send(appliedSeqCommand, { stream, created }, {});
+}
 
 /** Binds the shard's applied sequence to a stream incarnation (its creation time). */
 export function bindStream(shard: Shard, stream: string, created: string): Promise<void> {

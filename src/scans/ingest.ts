@@ -16,10 +16,11 @@ import type { Services } from '../services.js';
 import { Backoff } from './backoff.js';
 import { LaneScheduler } from './laneScheduler.js';
 import { settleOutcomes } from './settle.js';
-import { applyScanBatch, bindStream, type ScanOutcome } from './apply.js';
+import { applyScanBatch, appliedSeqOf, bindStream, type ScanOutcome } from './apply.js';
 import type { SourcedScan } from './canonical.js';
 import type { DeadLetter } from './decode.js';
 import { scansSource, type MessageRoute, type MetricLabels, type ScanSource } from './source.js';
+import { partitionFilter, partitionedSubjects, splitPartition } from './partition.js';
 import { sourcedItems } from './sources.js';
 import { connectNats, ensureStream, isApiError, SCANS_DEAD_STREAM } from './streams.js';
 
@@ -92,6 +93,19 @@ class ScanConsumer implements ScanIngest {
   private sessionBroken = false;
   /** The consumer's last delivery (its sequence) this session saw, or that the consumer had made when the session began. */
   private lastDelivery = 0;
+  /**
+   * The stream sequence the next first delivery must have (undefined: not known yet). The consumers
+   * take every message of their stream, so first deliveries come one stream sequence after another.
+   */
+  private nextStreamSeq: number | undefined;
+  /** The highest stream sequence this consumer has taken in order, every one before it included (this process). */
+  private takenThrough = 0;
+  /** A stream sequence the server skipped (a first delivery past it): the next session starts there at the latest. */
+  private resumeAt: number | undefined;
+  /** Stream sequences a first delivery jumped over, to look up before the next session: skipped, or gone from the stream? */
+  private jumped: { from: number; to: number } | undefined;
+  /** Stream sequences found gone from the stream (deleted by an operator): a jump over them is no skip. */
+  private absent: { from: number; to: number } | undefined;
   /** The stream holds messages not yet delivered to us (a backlog): batches gather instead of applying at once. */
   private backlog = false;
   private stopping = false;
@@ -103,6 +117,10 @@ class ScanConsumer implements ScanIngest {
   ready = false;
   /** The durable consumer's name: the source's, or per shard (`trackd-scans-s3`) in cluster mode. */
   private readonly durable: string;
+  /** Partitioned input subjects (scans/partition.ts): each message's subject ends with its shard. */
+  private readonly partitioned: boolean;
+  /** The consumer's filter subject: with partitioned subjects, its shard's (shard 0's takes everything, to dead-letter invalid subjects). */
+  private readonly filter: string | undefined;
 
   constructor(
     private readonly services: Services,
@@ -115,6 +133,8 @@ class ScanConsumer implements ScanIngest {
     private readonly only?: ShardFilter,
   ) {
     this.durable = only === undefined ? source.durable : `${source.durable}-s${only.index}`;
+    this.partitioned = only !== undefined && partitionedSubjects(services.config);
+    this.filter = this.partitioned && only!.index !== 0 ? partitionFilter(source.subjects.split('.')[0]!, only!.index) : undefined;
     this.historyGapMs = services.config.HISTORY_GAP_SECONDS * 1000;
     this.eventIdRetentionMs = services.config.EVENT_ID_RETENTION_SECONDS * 1000;
     const { metrics } = services;
@@ -157,7 +177,10 @@ class ScanConsumer implements ScanIngest {
   endSession(reason: string): void {
     if (this.sessionBroken) return;
     this.sessionBroken = true;
-    this.services.logger.info({ reason, stream: this.source.stream }, 'scan consumer session ends; resuming from the ack floor');
+    this.services.logger.info(
+      { reason, stream: this.source.stream, consumer: this.durable },
+      'scan consumer session ends; resuming from the ack floor',
+    );
     void this.messages?.close();
   }
 
@@ -206,8 +229,32 @@ class ScanConsumer implements ScanIngest {
       if (!isApiError(err, JetStreamApiCodes.ConsumerNotFound)) throw err;
     }
     if (info !== undefined) this.setPending(info.num_pending);
-    if (info !== undefined && info.num_ack_pending === 0) return info.delivered.consumer_seq;
-    const start = info === undefined ? 1 : info.ack_floor.stream_seq + 1;
+    const floor = info?.ack_floor.stream_seq ?? 0;
+    const must = await this.mustStartBy(floor, stream.created);
+    const firstSeq = stream.state.first_seq;
+    this.services.logger.info(
+      {
+        stream: this.source.stream,
+        consumer: this.durable,
+        delivered: info?.delivered.stream_seq ?? null,
+        ack_floor: info === undefined ? null : floor,
+        ack_pending: info?.num_ack_pending ?? null,
+        must_start_by: must ?? null,
+        first_seq: firstSeq,
+      },
+      'scan consumer state',
+    );
+    const sameFilter = (info?.config.filter_subject || undefined) === this.filter;
+    // Settled: nothing awaits an ack, and nothing was delivered past the floor. A replicated consumer
+    // on 2.9 has been seen with ack_pending 0 yet delivered 78 over a floor of 72 after its holder
+    // was killed: the delivered message 78, never applied, would not have come again.
+    const settled = info !== undefined && info.num_ack_pending === 0 && info.delivered.stream_seq <= floor;
+    if (info !== undefined && settled && sameFilter && (must === undefined || must > floor)) {
+      this.nextStreamSeq = Math.max(info.delivered.stream_seq + 1, firstSeq);
+      return info.delivered.consumer_seq;
+    }
+    const start = info === undefined ? 1 : Math.min(floor + 1, must ?? Number.POSITIVE_INFINITY);
+    this.nextStreamSeq = Math.max(start, firstSeq);
     if (info !== undefined) await this.jsm.consumers.delete(this.source.stream, this.durable);
     const created = await this.jsm.consumers.add(this.source.stream, {
       durable_name: this.durable,
@@ -215,10 +262,59 @@ class ScanConsumer implements ScanIngest {
       ack_wait: nanos(ACK_WAIT_MS),
       max_ack_pending: MAX_ACK_PENDING,
       max_deliver: -1,
+      ...(this.filter === undefined ? {} : { filter_subject: this.filter }),
       ...(start > 1 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start } : { deliver_policy: DeliverPolicy.All }),
     });
     this.services.logger.info({ start_seq: start, stream: this.source.stream, consumer: this.durable }, 'scan consumer created');
     return created.delivered.consumer_seq;
+  }
+
+  /**
+   * The stream sequence the session must start at or before, when the durable's ack floor is past
+   * messages this consumer never took (acked by another client of the durable, or by the server
+   * itself: a replicated consumer on nats-server before 2.11 can move its ack floor past a message
+   * never delivered, nats-server#6566). What is known to be in: what this process took in order
+   * and, in cluster mode, what the shard has applied (its consumer takes only that shard's
+   * messages to heart); a process that took nothing yet in single-node mode has only the floor.
+   * Undefined: the floor holds.
+   */
+  private async mustStartBy(floor: number, created: string): Promise<number | undefined> {
+    if (this.jumped !== undefined) {
+      const present = await this.firstPresent(this.jumped);
+      if (present === undefined) {
+        this.services.logger.warn(
+          { stream: this.source.stream, ...this.jumped },
+          'scan messages gone from the stream (deleted): passed over',
+        );
+        this.absent = this.jumped;
+      } else this.resumeAt = Math.min(this.resumeAt ?? Number.POSITIVE_INFINITY, present);
+      this.jumped = undefined;
+    }
+    let must = this.resumeAt;
+    this.resumeAt = undefined;
+    if (floor > this.takenThrough) {
+      let known = this.takenThrough === 0 ? floor : this.takenThrough;
+      if (this.only !== undefined)
+        known = Math.max(
+          this.takenThrough,
+          await appliedSeqOf(await this.services.shards.open(this.only.index), this.source.stream, created),
+        );
+      if (known < floor) must = Math.min(must ?? Number.POSITIVE_INFINITY, known + 1);
+    }
+    return must;
+  }
+
+  private isAbsent(from: number, to: number): boolean {
+    return this.absent !== undefined && from >= this.absent.from && to <= this.absent.to;
+  }
+
+  /** The first message of `range` the stream holds (undefined: none). A long range is taken as held from its start. */
+  private async firstPresent(range: { from: number; to: number }): Promise<number | undefined> {
+    if (range.to - range.from >= 1000) return range.from;
+    for (let seq = range.from; seq <= range.to; seq++) {
+      if ((await this.jsm.streams.getMessage(this.source.stream, { seq })) !== null) return seq;
+    }
+    return undefined;
   }
 
   private setPending(pending: number): void {
@@ -247,14 +343,27 @@ class ScanConsumer implements ScanIngest {
       return;
     }
     this.lastDelivery = info.deliverySequence;
+    if (!info.redelivered && this.filter === undefined) {
+      const next = this.nextStreamSeq;
+      if (next !== undefined && msg.seq !== next && !this.isAbsent(next, msg.seq - 1)) {
+        // A replicated consumer of nats-server before 2.11 can skip messages after a leader change
+        // (nats-server#6566): a message past one never delivered must not move a shard's applied sequence past it.
+        if (msg.seq > next) this.jumped = { from: next, to: msg.seq - 1 };
+        this.endSession(`stream sequence gap (${next - 1} -> ${msg.seq})`);
+        return;
+      }
+      this.nextStreamSeq = msg.seq + 1;
+      if (msg.seq > this.takenThrough) this.takenThrough = msg.seq;
+    }
     this.setPending(info.pending);
     this.backlog = info.pending > 0;
     const seq = msg.seq;
     if (this.inHand.has(seq)) return;
     this.inHand.add(seq);
-    const { route, labels, labelKey } = this.routeOf(msg.subject);
+    const { subject, partition } = this.partitioned ? splitPartition(msg.subject) : { subject: msg.subject, partition: undefined };
+    const { route, labels, labelKey } = this.routeOf(subject);
     const shardIndex = 'dead' in route ? undefined : this.services.shards.shardIndexOf(route.orgId);
-    if (this.only !== undefined && !this.mine(route, shardIndex)) {
+    if (this.only !== undefined && !(this.partitioned ? this.minePartition(partition) : this.mine(route, shardIndex))) {
       // Another shard's message: its own consumer (on its owner) applies it; this one has nothing to do with it.
       msg.ack();
       this.inHand.delete(seq);
@@ -268,8 +377,14 @@ class ScanConsumer implements ScanIngest {
       this.deadLetter(msg, route.orgToken, { reason: 'unknown_org', detail: `organization ${route.orgId} does not exist` }, labels);
       return;
     }
+    if (partition !== undefined && partition !== shardIndex) {
+      // Published with a partition token of its own (the mapping adds one only to subjects without it).
+      const detail = `subject ${msg.subject}: partition ${partition} is not the shard of organization ${route.orgId} (${shardIndex})`;
+      this.deadLetter(msg, route.orgToken, { reason: 'invalid_subject', detail }, labels);
+      return;
+    }
     const at = streamTime(msg);
-    const decoded = this.source.decode(msg.subject, route.orgId, msg.data, at);
+    const decoded = this.source.decode(subject, route.orgId, msg.data, at);
     if ('dead' in decoded) {
       this.deadLetter(msg, route.orgToken, decoded.dead, labels);
       return;
@@ -298,6 +413,14 @@ class ScanConsumer implements ScanIngest {
     return (shardIndex ?? (route.orgId - 1) % only.count) === only.index;
   }
 
+  /**
+   * With partitioned subjects: a message with this shard's partition token, or (shard 0, whose
+   * consumer takes every message) one the mapping did not touch, an invalid subject to dead-letter.
+   */
+  private minePartition(partition: number | undefined): boolean {
+    return partition === undefined ? this.only!.index === 0 : partition === this.only!.index;
+  }
+
   /** One batch on its shard, timed. */
   private async apply(index: number, batch: InHand[]): Promise<ScanOutcome[]> {
     const shard = await this.services.shards.open(index);
@@ -310,6 +433,11 @@ class ScanConsumer implements ScanIngest {
       batch.flatMap((b) => b.items),
       { historyGapMs: this.historyGapMs, eventIdRetentionMs: this.eventIdRetentionMs, now },
     );
+    if (this.services.logger.isLevelEnabled('debug'))
+      this.services.logger.debug(
+        { stream: this.source.stream, shard: index, seqs: batch.map((b) => b.msg.seq), kinds: outcomes.map((o) => o.kind[0]).join('') },
+        'scan batch applied',
+      );
     this.services.metrics.observe(
       'trackd_scan_batch_seconds',
       'Time to apply one shard batch of scans',
@@ -325,7 +453,18 @@ class ScanConsumer implements ScanIngest {
    * apply is dead-lettered once (with every reason) after the rest of it applied.
    */
   private async settle(batch: InHand[], outcomes: ScanOutcome[]): Promise<void> {
-    const { ack, redelivered, dead, tallies } = settleOutcomes(batch, outcomes);
+    const { ack, redelivered, duplicates, dead, tallies } = settleOutcomes(batch, outcomes);
+    if (duplicates.length > 0)
+      // Re-publishes of applied event ids: what to look for when a scan is missing, with the redeliveries below.
+      this.services.logger.info(
+        {
+          stream: this.source.stream,
+          consumer: this.durable,
+          seqs: duplicates.slice(0, 50).map((d) => d.msg.seq),
+          count: duplicates.length,
+        },
+        'scan messages with event ids already applied: acked without effect',
+      );
     if (redelivered.length > 0)
       // Rare outside restarts, and what to look for when a scan is missing: its message acked as applied.
       this.services.logger.info(

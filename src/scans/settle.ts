@@ -24,6 +24,8 @@ export interface Settlement<M> {
   ack: M[];
   /** Of those, the redeliveries: messages the shard had applied already, acked without effect. */
   redelivered: M[];
+  /** Of those, the messages whose event ids had all been applied already (re-publishes), acked without effect. */
+  duplicates: M[];
   /** Messages to copy to the dead-letter stream (then ack), with the details of every scan that could not apply. */
   dead: { message: M; detail: string }[];
   tallies: Tally[];
@@ -39,6 +41,7 @@ export function settleOutcomes<M extends Settled>(batch: readonly M[], outcomes:
   const tallies = new Map<string, Tally>();
   const ack: M[] = [];
   const redelivered: M[] = [];
+  const duplicates: M[] = [];
   const dead: { message: M; detail: string }[] = [];
   let at = 0;
   for (const message of batch) {
@@ -67,9 +70,12 @@ export function settleOutcomes<M extends Settled>(batch: readonly M[], outcomes:
       } else if (o.kind === 'dead' && !deadDetails.includes(o.detail)) deadDetails.push(o.detail);
     }
     if (applied) tally.applied++;
-    else if (deadDetails.length === 0) tally.duplicate++;
+    else if (deadDetails.length === 0) {
+      tally.duplicate++;
+      duplicates.push(message);
+    }
     if (deadDetails.length > 0) dead.push({ message, detail: deadDetails.join('; ') });
     else ack.push(message);
   }
-  return { ack, redelivered, dead, tallies: [...tallies.values()] };
+  return { ack, redelivered, duplicates, dead, tallies: [...tallies.values()] };
 }

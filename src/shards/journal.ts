@@ -1,4 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
+import { splitPartition } from '../scans/partition.js';
 import {
   DeliverPolicy,
   JetStreamApiCodes,
@@ -118,7 +119,8 @@ export class ShardJournal implements StreamInputs {
     for await (const msg of this.read(stream, first, last)) {
       if (msg.seq > seqs[i]!) throw new Error(`${stream} message ${seqs[i]} is gone (the journal refers to it)`);
       if (msg.seq === seqs[i]) {
-        out.push({ seq: msg.seq, subject: msg.subject, data: msg.data, at: storedAt(msg) });
+        // Stored with its partition token (partitioned input subjects): routed as published.
+        out.push({ seq: msg.seq, subject: splitPartition(msg.subject).subject, data: msg.data, at: storedAt(msg) });
         if (++i === seqs.length) break;
       }
     }

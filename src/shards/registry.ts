@@ -1,3 +1,4 @@
+import type { Config } from '../config.js';
 import type { ControlPlane } from '../control/controlPlane.js';
 import { scanPlacement } from '../scans/placement.js';
 import { ShardGenerations } from './generations.js';
@@ -37,7 +38,14 @@ export class ShardRegistry {
     private readonly dataDir: string,
     private readonly control: ControlPlane,
     private readonly link: ActorLink = inThreadActors(dataDir, control),
+    /** The memory map of this thread's reading connections (READ_MMAP_MB), in bytes. */
+    private readonly readMmapBytes?: number,
   ) {}
+
+  /** A thread's registry as trackd serves: its reading connections map READ_MMAP_MB of each shard file. */
+  static fromConfig(config: Pick<Config, 'DATA_DIR' | 'READ_MMAP_MB'>, control: ControlPlane, link: ActorLink): ShardRegistry {
+    return new ShardRegistry(config.DATA_DIR, control, link, config.READ_MMAP_MB * 1024 * 1024);
+  }
 
   /** Opens shards 0..count-1 and every shard an existing org is recorded on (in cluster mode: those this node owns). */
   async openAll(count: number, isLocal: (index: number) => boolean = () => true): Promise<void> {
@@ -52,7 +60,7 @@ export class ShardRegistry {
       let opened: Shard | undefined;
       pending = this.link(index, () => opened !== undefined && this.drop(index, opened)).then(
         ({ mailbox, generations }) => {
-          const shard = Shard.openReader(this.dataDir, index, mailbox, generations);
+          const shard = Shard.openReader(this.dataDir, index, mailbox, generations, this.readMmapBytes);
           opened = shard;
           this.shards.set(index, shard);
           this.opening.delete(index);

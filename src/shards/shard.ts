@@ -28,8 +28,9 @@ export class Shard {
     this.readerStatements = new StatementCache(reader);
   }
 
-  static openReader(dataDir: string, index: number, mailbox: Mailbox, generations: ShardGenerations): Shard {
-    return new Shard(index, openDatabase(shardFile(dataDir, index), { readonly: true }), mailbox, generations);
+  /** `mmapBytes`: the reading connection's memory map (READ_MMAP_MB; default openDatabase's). */
+  static openReader(dataDir: string, index: number, mailbox: Mailbox, generations: ShardGenerations, mmapBytes?: number): Shard {
+    return new Shard(index, openDatabase(shardFile(dataDir, index), { readonly: true, mmapBytes }), mailbox, generations);
   }
 
   /** Sends a command to the shard's actor; it runs after every command this thread sent before it. */

@@ -12,8 +12,15 @@ export interface Migration {
   down?(knex: Knex): Promise<void>;
 }
 
-/** Opens a SQLite file with the pragmas every trackd database uses (WAL, NORMAL sync, busy wait). */
-export function openDatabase(file: string, options: { readonly?: boolean } = {}): Db {
+/** The memory map of every connection unless told otherwise (`mmapBytes`). */
+export const DEFAULT_MMAP_BYTES = 268_435_456;
+
+/**
+ * Opens a SQLite file with the pragmas every trackd database uses (WAL, NORMAL sync, busy wait).
+ * `mmapBytes`: how much of the file the connection reads through a memory map instead of read()
+ * into its page cache (SQLite cuts it to its build's maximum, READ_MMAP_MAX_MB).
+ */
+export function openDatabase(file: string, options: { readonly?: boolean; mmapBytes?: number } = {}): Db {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const db = new Database(file, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
   db.pragma('busy_timeout = 5000');
@@ -24,7 +31,7 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
   }
   db.pragma('cache_size = -65536');
   db.pragma('temp_store = MEMORY');
-  db.pragma('mmap_size = 268435456');
+  db.pragma(`mmap_size = ${Math.trunc(options.mmapBytes ?? DEFAULT_MMAP_BYTES)}`);
   return db;
 }
 

@@ -5,8 +5,12 @@
  * a body at the 1 MiB limit, error envelopes. Without an owner (its shard released), writes answer
  * 503 with Retry-After at once and reads ask again until an owner answers (or about 2 s pass).
  */
+import { jetstream } from '@nats-io/jetstream';
+import { Objm } from '@nats-io/obj';
 import t, { type Test } from 'tap';
+import { settledJob } from '../helpers/bulk.js';
 import { startTwoNodes } from '../helpers/cluster.js';
+import { natsClient } from '../helpers/scans.js';
 import { ALL_SCOPES, eventually, type HttpResult, type Trackd } from '../helpers/trackd.js';
 
 /** What a client sees of an answer, less what is the exchange's own (request id, rate-limit headers). */
@@ -21,8 +25,8 @@ function seen(res: HttpResult) {
   };
 }
 
-async function twoNodes(t: Test) {
-  const { a, b } = await startTwoNodes(t);
+async function twoNodes(t: Test, natsConfig: string[] = []) {
+  const { a, b } = await startTwoNodes(t, natsConfig);
   const org = await a.createOrg('Forwarded Org'); // org 1: shard 0, node A's
   const { token } = await a.createKey(org.id, ALL_SCOPES);
   // The key reaches node B's control file through the cluster's bucket.
@@ -147,4 +151,75 @@ t.test('without an owner: writes 503 with Retry-After at once, reads ask again u
   const again = await b.http('POST', '/api/v1/assets', { token, body: { name: 'Pallet 2', external_key: 'P-2' } });
   t.equal(again.status, 201, 'writes go through again');
   t.equal((await a.http('GET', '/api/v1/assets?limit=10', { token })).json.data.length, 2, 'the refused write changed nothing');
+});
+
+t.test('an upload to the node without the shard is staged and imported by the owner', async (t) => {
+  const { a, b, token } = await twoNodes(t);
+  // 20,000 rows (about 0.6 MB) in one streamed upload through node B, which does not own shard 0.
+  const rows = Array.from({ length: 20_000 }, (_, i) => `Pallet ${i},UP-${i}`);
+  const csv = `name,external_key\n${rows.join('\n')}\n`;
+  const accepted = await b.http('POST', '/api/v1/assets/bulk', { token, body: csv, contentType: 'text/csv' });
+  t.equal(accepted.status, 202, `forwarded upload accepted: ${accepted.text.slice(0, 200)}`);
+  t.equal(accepted.headers.get('location'), `/api/v1/assets/bulk/${accepted.json.job_id}`);
+  const job = await settledJob(b, token, 'assets', accepted.json.job_id);
+  t.equal(job.status, 'completed');
+  t.equal(job.total_rows, 20_000);
+  // In cluster mode ids come in blocks from the cluster's bucket: a batch that outruns the next block is sent again, not failed.
+  t.equal(
+    job.created,
+    20_000,
+    `every row created by the owner${job.created === 20_000 ? '' : `: ${JSON.stringify(job.errors.slice(0, 2))}`}`,
+  );
+  const listed = await a.http('GET', '/api/v1/assets?limit=1&external_key=UP-19999', { token });
+  t.equal(listed.json.data[0]?.name, 'Pallet 19999', 'the last row is on the owner');
+
+  // Refused on the front node before anything is staged: the media type, the query.
+  const wrongType = await b.http('POST', '/api/v1/assets/bulk', { token, body: csv, contentType: 'text/plain' });
+  t.equal(wrongType.status, 415);
+  t.equal(wrongType.json.error.type, 'unsupported_media_type');
+  const badQuery = await b.http('POST', '/api/v1/assets/bulk?mode=sideways', { token, body: csv, contentType: 'text/csv' });
+  t.equal(badQuery.status, 400);
+  t.same(
+    badQuery.json.error.fields.map((f: { field: string }) => f.field),
+    ['mode'],
+  );
+  // The owner's refusal of the body comes back through the front node.
+  const badHeader = await b.http('POST', '/api/v1/assets/bulk', { token, body: 'nom,colour\nx,y\n', contentType: 'text/csv' });
+  const badHeaderOnOwner = await a.http('POST', '/api/v1/assets/bulk', { token, body: 'nom,colour\nx,y\n', contentType: 'text/csv' });
+  t.same(seen(badHeader), seen(badHeaderOnOwner), 'a file the job cannot read: the owner’s 400, the same from either node');
+
+  // Nothing staged is left behind.
+  const nc = await natsClient(t, b.natsUrl);
+  const bucket = await new Objm(jetstream(nc)).open('trackd_uploads');
+  const left = async () => (await bucket.list()).filter((o) => !o.deleted).map((o) => o.name);
+  await eventually(async () => (await left()).length === 0, 10_000).catch(() => undefined);
+  t.same(await left(), [], 'the staged uploads were deleted after their answers');
+});
+
+t.test('an answer over the broker’s max_payload (an export) comes through the object store', async (t) => {
+  // A broker that takes at most 64 KiB per message (the last max_payload of its configuration wins).
+  const { a, b, token } = await twoNodes(t, ['max_payload: 65536']);
+  const filler = 'y'.repeat(400);
+  const rows = Array.from({ length: 400 }, (_, i) => JSON.stringify({ name: `Crate ${i}`, external_key: `CR-${i}`, metadata: { filler } }));
+  const imported = await a.http('POST', '/api/v1/assets/bulk', {
+    token,
+    body: `${rows.join('\n')}\n`,
+    contentType: 'application/x-ndjson',
+  });
+  t.equal(imported.status, 202, imported.text.slice(0, 200));
+  t.equal((await settledJob(a, token, 'assets', imported.json.job_id)).created, 400);
+  const [viaOwner, viaOther] = [
+    await a.http('GET', '/api/v1/assets/export', { token }),
+    await b.http('GET', '/api/v1/assets/export', { token }),
+  ];
+  t.equal(viaOwner.status, 200);
+  t.ok(Buffer.byteLength(viaOwner.text) > 65536 * 2, `the export (${Buffer.byteLength(viaOwner.text)} bytes) is over max_payload`);
+  t.equal(viaOther.status, 200, `through the non-owner: ${viaOther.text.slice(0, 200)}`);
+  t.equal(viaOther.text, viaOwner.text, 'the same bytes from either node');
+  t.equal(viaOther.headers.get('content-type'), viaOwner.headers.get('content-type'));
+  const nc = await natsClient(t, b.natsUrl);
+  const bucket = await new Objm(jetstream(nc)).open('trackd_uploads');
+  const left = async () => (await bucket.list()).filter((o) => !o.deleted).map((o) => o.name);
+  await eventually(async () => (await left()).length === 0, 10_000).catch(() => undefined);
+  t.same(await left(), [], 'the staged answer was deleted once read');
 });

@@ -16,7 +16,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import Database from 'better-sqlite3';
 import { jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import t from 'tap';
 import { shardFile } from '../../src/shards/writer.js';
 import { JOURNAL_STREAM } from '../../src/shards/journalEntry.js';
@@ -40,8 +42,8 @@ interface Org {
   /** Scans acknowledged by JetStream (each a new visit: they alternate between L1 and L2). */
   published: number;
   clock: number;
-  /** Each acknowledged scan: its SCANS sequence and its observed time (ms). */
-  scans: { seq: number; at: number }[];
+  /** Each acknowledged scan: its SCANS sequence, its observed time (ms), its event id and whether JetStream called it a duplicate. */
+  scans: { seq: number; at: number; eventId: string; duplicate: boolean }[];
 }
 
 t.test(
@@ -55,6 +57,8 @@ t.test(
       JOURNAL_REPLICAS: '3',
       HTTP_THREADS: '1',
       SNAPSHOT_EVERY_ENTRIES: '10',
+      // With the logs kept, each scan batch's sequences and outcomes too (what a lost scan is traced by).
+      ...(process.env.CLUSTER_TEST_LOGS ? { LOG_LEVEL: 'debug' } : {}),
     };
     const names = ['node-a', 'node-b', 'node-c'];
     const nodes = await Promise.all(
@@ -136,8 +140,8 @@ t.test(
           // Retried with the same event id (and Nats-Msg-Id) until acknowledged: a duplicate is dropped by both.
           for (;;) {
             try {
-              const { seq } = await publish(nc, `scans.${org.id}.fixed`, body);
-              org.scans.push({ seq, at: org.clock });
+              const { seq, duplicate } = await publish(nc, `scans.${org.id}.fixed`, body);
+              org.scans.push({ seq, at: org.clock, eventId: body.event_id!, duplicate });
               break;
             } catch {
               await sleep(250);
@@ -243,7 +247,7 @@ t.test(
       t.equal(
         res.json?.total_count,
         org.published,
-        `org ${org.id}: its ${org.published} scans made ${org.published} visits${res.json?.total_count === org.published ? '' : await missingScans(survivor, org)}`,
+        `org ${org.id}: its ${org.published} scans made ${org.published} visits${res.json?.total_count === org.published ? '' : await missingScans(survivor, org, nodes, nc)}`,
       );
     }
     // Every acknowledged write present, read through either live node.
@@ -309,8 +313,12 @@ t.test(
   },
 );
 
-/** The acknowledged scans of an org that no visit starts at: their SCANS sequences, to look up in the nodes' logs. */
-async function missingScans(node: Trackd, org: Org): Promise<string> {
+/**
+ * The acknowledged scans of an org that no visit starts at: their SCANS sequences, and for each what
+ * every node's shard file says of it (the killed node's file included: whether its live apply made
+ * the visit tells a live-apply fault from a replay fault), and whether it was dead-lettered.
+ */
+async function missingScans(node: Trackd, org: Org, nodes: Trackd[], nc: NatsConnection): Promise<string> {
   const seen = new Set<number>();
   for (let offset = 0; ; offset += 200) {
     const page = await node.http('GET', `/api/v1/assets/${org.assetId}/history?limit=200&offset=${offset}`, { token: org.token });
@@ -318,6 +326,44 @@ async function missingScans(node: Trackd, org: Org): Promise<string> {
     for (const row of rows) seen.add(Date.parse(row.event_observed_at));
     if (rows.length < 200) break;
   }
-  const missing = org.scans.filter((s) => !seen.has(s.at)).map((s) => s.seq);
-  return ` (no visit starts at the scan of SCANS sequence ${missing.join(', ') || 'none'})`;
+  const missing = org.scans.filter((s) => !seen.has(s.at));
+  const dead = await deadLetteredSeqs(nc);
+  const lines = missing.map((scan) => {
+    const files = nodes.map((n) => `${n.env.CLUSTER_NODE_ID}: ${shardFileSays(shardFile(n.dataDir, org.shard), org.id, scan)}`);
+    return `${scan.seq}${scan.duplicate ? ' (publish ack: duplicate)' : ''}${dead.has(scan.seq) ? ` dead-lettered: ${dead.get(scan.seq)}` : ''} [${files.join('; ')}]`;
+  });
+  return ` (no visit starts at the scan of SCANS sequence ${missing.map((s) => s.seq).join(', ') || 'none'}: ${lines.join(' | ')})`;
+}
+
+/** What one shard file holds of a scan: its event id remembered, a visit at its time, the file's applied SCANS sequence. */
+function shardFileSays(file: string, orgId: number, scan: { at: number; eventId: string }): string {
+  if (!fs.existsSync(file)) return 'no file';
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    const event = db.prepare('SELECT 1 FROM scan_events WHERE org_id = ? AND event_id = ?').get(orgId, scan.eventId) !== undefined;
+    const visit = db.prepare('SELECT location_id FROM scan_history WHERE event_observed_at = ?').get(scan.at) as
+      | { location_id: number }
+      | undefined;
+    const applied = db.prepare("SELECT applied_seq FROM scan_ingest_state WHERE stream = 'SCANS'").get() as
+      | { applied_seq: number }
+      | undefined;
+    return `event id ${event ? 'seen' : 'unseen'}, visit ${visit === undefined ? 'none' : `at location ${visit.location_id}`}, SCANS applied ${applied?.applied_seq ?? 0}`;
+  } catch (err) {
+    return `unreadable (${(err as Error).message})`;
+  } finally {
+    db.close();
+  }
+}
+
+/** SCANS sequences copied to scans_dead, with their reasons. */
+async function deadLetteredSeqs(nc: NatsConnection): Promise<Map<number, string>> {
+  const out = new Map<number, string>();
+  const jsm = await jetstreamManager(nc);
+  const { state } = await jsm.streams.info('SCANS_DEAD').catch(() => ({ state: { first_seq: 0, last_seq: 0 } }));
+  for (let seq = state.first_seq; seq > 0 && seq <= state.last_seq; seq++) {
+    const msg = await jsm.streams.getMessage('SCANS_DEAD', { seq }).catch(() => undefined);
+    const original = Number(msg?.header?.get('Trackd-Original-Seq'));
+    if (original > 0) out.set(original, msg!.header!.get('Trackd-Dead-Reason'));
+  }
+  return out;
 }

@@ -4,8 +4,8 @@ import { startNats, startTrackd, type Teardown, type Trackd } from './trackd.js'
  * Two trackd nodes in cluster mode on one nats-server, each with its own DATA_DIR, two shards, one
  * HTTP thread: node A serves shard 0, node B shard 1 (CLUSTER_STATIC_SHARDS).
  */
-export async function startTwoNodes(t: Teardown): Promise<{ a: Trackd; b: Trackd; natsUrl: string }> {
-  const nats = await startNats(t);
+export async function startTwoNodes(t: Teardown, natsConfig: string[] = []): Promise<{ a: Trackd; b: Trackd; natsUrl: string }> {
+  const nats = await startNats(t, { extraConfig: natsConfig });
   const node = (id: string, shard: number) =>
     startTrackd(t, {
       natsUrl: nats.url,

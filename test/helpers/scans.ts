@@ -52,6 +52,7 @@ export interface DeadLetterView {
   reason: string | undefined;
   detail: string | undefined;
   originalSeq: string | undefined;
+  originalSubject: string | undefined;
   data: string;
 }
 
@@ -73,6 +74,7 @@ export async function deadLetters(nc: NatsConnection): Promise<DeadLetterView[]>
       reason: m.header.get('Trackd-Dead-Reason') || undefined,
       detail: m.header.get('Trackd-Dead-Detail') || undefined,
       originalSeq: m.header.get('Trackd-Original-Seq') || undefined,
+      originalSubject: m.header.get('Trackd-Original-Subject') || undefined,
       data: m.string(),
     });
   }
@@ -90,21 +92,28 @@ export async function metric(trackd: Trackd, name: string, labels = ''): Promise
 /** Where trackd's durable consumer of a stream stands against the stream's last sequence now. */
 export async function consumerReaches(
   nc: NatsConnection,
-  reached: (c: { delivered: number; ackFloor: number; ackPending: number }, last: number) => boolean,
+  reached: (c: { delivered: number; ackFloor: number; ackPending: number; pending: number }, last: number) => boolean,
   stream: string,
   durable: string,
 ): Promise<number> {
   const jsm = await jetstreamManager(nc);
   const last = (await jsm.streams.info(stream)).state.last_seq;
+  let seen = 'no consumer info';
   await eventually(
     async () => {
       const c = await jsm.consumers.info(stream, durable).catch(() => undefined);
       if (c === undefined) return false;
-      return reached({ delivered: c.delivered.stream_seq, ackFloor: c.ack_floor.stream_seq, ackPending: c.num_ack_pending }, last);
+      seen = `delivered ${c.delivered.stream_seq}, ack floor ${c.ack_floor.stream_seq}, ack pending ${c.num_ack_pending}, pending ${c.num_pending}, waiting pulls ${c.num_waiting}`;
+      return reached(
+        { delivered: c.delivered.stream_seq, ackFloor: c.ack_floor.stream_seq, ackPending: c.num_ack_pending, pending: c.num_pending },
+        last,
+      );
     },
     60_000,
     50,
-  );
+  ).catch((err: Error) => {
+    throw new Error(`${durable} on ${stream} (last ${last}): ${seen}: ${err.message}`);
+  });
   return last;
 }
 
@@ -114,7 +123,8 @@ export async function consumerReaches(
  * taken afterwards is final: no redelivery can still add to it ("exactly once", without a sleep).
  */
 export function drained(nc: NatsConnection, stream = 'SCANS', durable = 'trackd-scans'): Promise<number> {
-  return consumerReaches(nc, (c, last) => c.ackFloor >= last && c.ackPending === 0, stream, durable);
+  // A filtered consumer's floor stays at its own last message: nothing left to deliver says the same.
+  return consumerReaches(nc, (c, last) => c.ackPending === 0 && (c.ackFloor >= last || c.pending === 0), stream, durable);
 }
 
 /** Waits until trackd's consumer has been delivered every message the stream holds now (settled or not). */

@@ -24,15 +24,22 @@ export function tempDir(prefix = 'trackd-test-'): string {
 }
 
 /** A real nats-server with JetStream on a free port and a temp store, stopped at teardown. */
-export async function startNats(t: Teardown, options: { mqtt?: boolean } = {}): Promise<NatsServerProcess> {
+export async function startNats(t: Teardown, options: { mqtt?: boolean; extraConfig?: string[] } = {}): Promise<NatsServerProcess> {
   const { server, stop } = await ownNats(options);
   t.teardown(stop);
   return server;
 }
 
-async function ownNats(options: { mqtt?: boolean } = {}): Promise<{ server: NatsServerProcess; stop: () => Promise<void> }> {
+async function ownNats(
+  options: { mqtt?: boolean; extraConfig?: string[] } = {},
+): Promise<{ server: NatsServerProcess; stop: () => Promise<void> }> {
   const dir = tempDir('trackd-nats-');
-  const server = await startNatsServer({ storeDir: dir, mqttPort: options.mqtt ? 0 : undefined, serverName: `test-${path.basename(dir)}` });
+  const server = await startNatsServer({
+    storeDir: dir,
+    mqttPort: options.mqtt ? 0 : undefined,
+    serverName: `test-${path.basename(dir)}`,
+    extraConfig: options.extraConfig,
+  });
   return {
     server,
     async stop() {

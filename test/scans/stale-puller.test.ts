@@ -7,10 +7,12 @@
  * consumer's last delivery like every later one; a gap re-creates the consumer at its ack floor.
  */
 import { createInbox } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
 import t from 'tap';
+import { served } from '../helpers/cluster.js';
 import { seed } from '../helpers/masterdata.js';
-import { natsClient, publish, scanBody } from '../helpers/scans.js';
-import { eventually, spawnTrackd } from '../helpers/trackd.js';
+import { drained, natsClient, publish, scanBody } from '../helpers/scans.js';
+import { eventually, spawnTrackd, startNats } from '../helpers/trackd.js';
 
 t.test('a delivery taken by another puller of the durable is applied all the same, before the scans after it', async (t) => {
   const trackd = await spawnTrackd(t, { env: { SHARDS: '1', HISTORY_GAP_SECONDS: '0' } });
@@ -59,5 +61,106 @@ t.test('a delivery taken by another puller of the durable is applied all the sam
       .logs()
       .some((l) => l.msg === 'scan consumer session ends; resuming from the ack floor' && /delivery sequence gap/.test(l.reason)),
     'the consumer saw the gap and resumed from its ack floor',
+  );
+});
+
+// In cluster mode the shard's applied sequence is known too: a durable whose ack floor is past a
+// message trackd never took (another client acked it; or the server itself, nats-server#6566 before
+// 2.11) is re-created at the first message past what the shard applied, not at the floor.
+t.test('cluster mode: a delivery taken and acked by another client of the durable is applied all the same', async (t) => {
+  const nats = await startNats(t);
+  const env = { SHARDS: '1', HISTORY_GAP_SECONDS: '0', LEASE_SECONDS: '10', CLUSTER_NODE_ID: 'node-a', HTTP_THREADS: '1' };
+  const trackd = await spawnTrackd(t, { natsUrl: nats.url, env });
+  await eventually(async () => (await served(trackd)).length === 1, 60_000);
+  const org = await trackd.createOrg('Acked elsewhere');
+  const token = (await trackd.createKey(org.id)).token;
+  const ids = await seed(trackd, token, {
+    locations: [{ external_key: 'L1' }, { external_key: 'L2' }],
+    assets: [{ external_key: 'A-1', tags: ['rfid:SP2'] }],
+  });
+  const assetId = ids.assets['A-1']!;
+  const nc = await natsClient(t, nats.url);
+  const at = Date.now() - 60_000;
+  await publish(nc, `scans.${org.id}.fixed`, scanBody('L1', ['rfid:SP2'], new Date(at)));
+  await eventually(
+    async () => (await trackd.request('GET', `/api/v1/assets/${assetId}/history`, { token })).json?.total_count === 1,
+    30_000,
+  );
+
+  await trackd.stop();
+  const inbox = createInbox();
+  const taken = nc.subscribe(inbox, { max: 1 });
+  nc.publish('$JS.API.CONSUMER.MSG.NEXT.SCANS.trackd-scans-s0', JSON.stringify({ batch: 1, expires: 120_000_000_000 }), { reply: inbox });
+  await nc.flush();
+  await trackd.restart();
+  await eventually(async () => (await served(trackd)).length === 1, 60_000);
+
+  await publish(nc, `scans.${org.id}.fixed`, scanBody('L2', ['rfid:SP2'], new Date(at + 1000)));
+  const first = await (async () => {
+    for await (const m of taken) return m;
+  })();
+  t.ok(first?.subject.startsWith(`scans.${org.id}.`), 'the other client took the scan to L2');
+  // Acked there: the durable's ack floor moves past a message trackd never had.
+  first!.respond(new TextEncoder().encode('+ACK'));
+  await nc.flush();
+  await publish(nc, `scans.${org.id}.fixed`, scanBody('L1', ['rfid:SP2'], new Date(at + 2000)));
+
+  const history = await eventually(async () => {
+    const res = await trackd.request('GET', `/api/v1/assets/${assetId}/history?sort=event_observed_at`, { token });
+    return res.json?.total_count === 3 && res.json.data;
+  }, 30_000).catch(
+    async () => (await trackd.request('GET', `/api/v1/assets/${assetId}/history?sort=event_observed_at`, { token })).json?.data,
+  );
+  t.same(
+    (history as { location: { external_key: string } }[]).map((row) => row.location.external_key),
+    ['L1', 'L2', 'L1'],
+    'three visits, the scan acked elsewhere among them, in order',
+  );
+  t.ok(
+    trackd.logs().some((l) => l.msg === 'scan consumer state' && l.consumer === 'trackd-scans-s0' && l.must_start_by === 2),
+    'the session after the gap started at the message past what the shard applied (2), below the ack floor',
+  );
+});
+
+// A first delivery that jumps over stream sequences ends the session (a skip, above), unless they are
+// gone from the stream: an operator deleted a message. Then it is passed over once, not looped on.
+t.test('a message deleted from SCANS before delivery is passed over, and the scans around it applied', async (t) => {
+  const trackd = await spawnTrackd(t, { env: { SHARDS: '1', HISTORY_GAP_SECONDS: '0' } });
+  const org = await trackd.createOrg('Deleted message');
+  const token = (await trackd.createKey(org.id)).token;
+  const ids = await seed(trackd, token, {
+    locations: [{ external_key: 'L1' }, { external_key: 'L2' }],
+    assets: [{ external_key: 'A-1', tags: ['rfid:SP3'] }],
+  });
+  const assetId = ids.assets['A-1']!;
+  const nc = await natsClient(t, trackd.natsUrl);
+  const at = Date.now() - 60_000;
+  await publish(nc, `scans.${org.id}.fixed`, scanBody('L1', ['rfid:SP3'], new Date(at)));
+  await eventually(async () => (await trackd.request('GET', `/api/v1/assets/${assetId}/history`, { token })).json?.total_count === 1);
+
+  await trackd.stop();
+  await publish(nc, `scans.${org.id}.fixed`, scanBody('L2', ['rfid:SP3'], new Date(at + 1000)));
+  const { seq: deleted } = await publish(nc, `scans.${org.id}.fixed`, scanBody('L1', ['rfid:SP3'], new Date(at + 2000)));
+  await publish(nc, `scans.${org.id}.fixed`, scanBody('L2', ['rfid:SP3'], new Date(at + 3000)));
+  t.ok(await (await jetstreamManager(nc)).streams.deleteMessage('SCANS', deleted), `SCANS message ${deleted} deleted`);
+  await trackd.restart();
+
+  const history = await eventually(async () => {
+    const res = await trackd.request('GET', `/api/v1/assets/${assetId}/history?sort=event_observed_at`, { token });
+    return res.json?.total_count === 2 && res.json.data;
+  }, 30_000).catch(
+    async () => (await trackd.request('GET', `/api/v1/assets/${assetId}/history?sort=event_observed_at`, { token })).json?.data,
+  );
+  t.same(
+    (history as { location: { external_key: string } }[]).map((row) => row.location.external_key),
+    ['L1', 'L2'],
+    'the scans before and after the deleted one applied (L2 then L2: one visit)',
+  );
+  await drained(nc);
+  t.ok(
+    trackd
+      .logs()
+      .some((l) => l.msg === 'scan messages gone from the stream (deleted): passed over' && l.from === deleted && l.to === deleted),
+    'the gap was looked up and found deleted',
   );
 });

@@ -67,6 +67,11 @@ t.test('settling: redeliveries ack as a whole, unknown locations dead-letter onc
     'the redeliveries among them (logged by the consumer)',
   );
   t.same(
+    s.duplicates.map((m) => m.name),
+    ['dup'],
+    'the re-publishes among them (logged by the consumer)',
+  );
+  t.same(
     s.dead.map((d) => [d.message.name, d.detail]),
     [
       ['mixed', 'X unknown'],
