@@ -54,6 +54,12 @@ interface Endpoint {
   log: Attempt[];
   done: number[];
   lastRequest: number;
+  /**
+   * Whether a one-off request (test, redelivery) may be waiting: set at every settings load (each
+   * webhooks command but progress loads them, and those commands are what add requests), cleared
+   * once the table has none left. Asking the table before each delivery cost as much as signing it.
+   */
+  requestsWanted: boolean;
   dirty: boolean;
   gone: boolean;
   /** Events read ahead of the cursor (in sequence order, all after it), taken from the front. */
@@ -165,6 +171,7 @@ export class WebhookDispatcher {
           log: [],
           done: [],
           lastRequest: 0,
+          requestsWanted: true,
           dirty: false,
           gone: false,
           ahead: [],
@@ -181,6 +188,7 @@ export class WebhookDispatcher {
         endpoint.pause = undefined;
       }
       endpoint.ahead = [];
+      endpoint.requestsWanted = true;
       endpoint.row = row;
       endpoint.filter = filter;
       endpoint.scopes = new Set(JSON.parse(row.scopes) as string[]);
@@ -201,10 +209,13 @@ export class WebhookDispatcher {
     endpoint.busy = true;
     try {
       while (!this.stopped && !endpoint.gone) {
-        const request = this.statements.request.get(endpoint.row.id, endpoint.lastRequest) as OneOffRequest | undefined;
-        if (request !== undefined) {
-          await this.sendOneOff(endpoint, request);
-          continue;
+        if (endpoint.requestsWanted) {
+          const request = this.statements.request.get(endpoint.row.id, endpoint.lastRequest) as OneOffRequest | undefined;
+          if (request !== undefined) {
+            await this.sendOneOff(endpoint, request);
+            continue;
+          }
+          endpoint.requestsWanted = false;
         }
         if (!this.active(endpoint) || endpoint.retry !== undefined) break;
         if (endpoint.ahead.length === 0 || endpoint.ahead[0]!.seq <= endpoint.cursor) {
