@@ -59,12 +59,12 @@ async function ackFloor(jsm: JetStreamManager, stream: string, expected: string[
   let floor: number | undefined;
   const listed = new Set<string>();
   try {
-    // A consumer with nothing to deliver or ack is done with every message up to here (a filtered
-    // one's own floor stays at its last message, however far the stream has gone since).
+    // A filtered consumer (partitioned subjects) with nothing to deliver or ack is done with every
+    // message up to here: its own floor stays at its last message, however far the stream has gone.
     const last = (await jsm.streams.info(stream)).state.last_seq;
     for await (const consumer of jsm.consumers.list(stream)) {
       listed.add(consumer.name);
-      const done = consumer.num_pending === 0 && consumer.num_ack_pending === 0 ? last : 0;
+      const done = consumer.config.filter_subject && consumer.num_pending === 0 && consumer.num_ack_pending === 0 ? last : 0;
       floor = Math.min(floor ?? Number.POSITIVE_INFINITY, Math.max(consumer.ack_floor.stream_seq, done));
     }
   } catch {
