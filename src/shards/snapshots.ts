@@ -14,6 +14,8 @@ import { purgeInputs, purgeJournalBelow, type InputPurge } from './retention.js'
 /** The object store bucket of shard snapshots: object `shard-<n>` is shard n's latest. */
 export const SNAPSHOT_BUCKET = 'trackd_snapshots';
 export const snapshotName = (index: number) => `shard-${index}`;
+/** A snapshot download that receives nothing for this long is given up and tried again. */
+const DOWNLOAD_IDLE_MS = 15_000;
 
 /** What a snapshot holds: the shard's state as of this journal position (docs/cluster.md). */
 export interface SnapshotInfo {
@@ -181,17 +183,31 @@ export async function restoreSnapshot(
       const object = await bucket.get(snapshotName(index));
       if (object === null) return undefined;
       fs.mkdirSync(path.dirname(file), { recursive: true });
+      // A download whose chunks stop coming (its reader placed on a server that died: nats-server
+      // before 2.12) would wait for ever: nothing for DOWNLOAD_IDLE_MS fails it as a timeout, retried.
+      const idle = new AbortController();
+      let timer = setTimeout(() => idle.abort(), DOWNLOAD_IDLE_MS);
+      const source = Readable.fromWeb(object.data as never);
+      source.on('data', () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => idle.abort(), DOWNLOAD_IDLE_MS);
+      });
       try {
-        await pipeline(
-          Readable.fromWeb(object.data as never),
-          fs.createWriteStream(partial),
-          ...(signal === undefined ? [] : [{ signal }]),
-        );
+        await pipeline(source, fs.createWriteStream(partial), {
+          signal: signal === undefined ? idle.signal : AbortSignal.any([signal, idle.signal]),
+        });
         const failed = await object.error;
         if (failed) throw failed;
       } catch (err) {
         fs.rmSync(partial, { force: true });
+        if (idle.signal.aborted && !signal?.aborted) {
+          const timeout = new Error(`snapshot download of shard ${index}: nothing came for ${DOWNLOAD_IDLE_MS / 1000} s`);
+          timeout.name = 'TimeoutError';
+          throw timeout;
+        }
         throw err;
+      } finally {
+        clearTimeout(timer);
       }
       fs.renameSync(partial, file);
       return infoOf(object.info.metadata, object.info.size);
