@@ -168,12 +168,34 @@ export async function* readStream(
     });
     return consumer.consume({ max_messages: 1000 });
   });
+  // An ordered consumer placed on a server that has died (nats-server before 2.12) may deliver
+  // nothing, and wait for ever: nothing for READ_IDLE_MS ends the read as a timeout, to be retried.
+  let idle = false;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    timer = setTimeout(() => {
+      idle = true;
+      void messages.close();
+    }, READ_IDLE_MS);
+  };
+  arm();
   try {
     for await (const msg of messages) {
+      clearTimeout(timer);
       yield msg;
       if (msg.seq >= last) break;
+      arm();
+    }
+    if (idle) {
+      const timeout = new Error(`reading ${stream} from ${from}: nothing came for ${READ_IDLE_MS / 1000} s`);
+      timeout.name = 'TimeoutError';
+      throw timeout;
     }
   } finally {
+    clearTimeout(timer);
     await messages.close();
   }
 }
+
+/** A stream read that receives nothing for this long is given up (and retried by its caller). */
+const READ_IDLE_MS = 15_000;
