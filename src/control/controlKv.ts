@@ -80,20 +80,28 @@ export class ControlKv {
     await this.bucket.put(apiKeyKey(row.id), row, 0);
   }
 
-  /** Marks the key revoked at `now` (a revoked key keeps its first time); undefined when no such key exists. */
-  async revokeKey(id: string, now: number): Promise<ApiKeyRow | undefined> {
+  /**
+   * Changes the value of `key` over the revision read, again while another write moves it first.
+   * `change` answers the new value, or undefined to keep the stored one. Undefined: no such key.
+   */
+  private async update<T>(key: string, change: (value: T) => T | undefined): Promise<T | undefined> {
     for (;;) {
-      const current = await this.bucket.get<ApiKeyRow>(apiKeyKey(id));
+      const current = await this.bucket.get<T>(key);
       if (current === undefined) return undefined;
-      if (current.value.revoked_at !== null) return current.value;
-      const revoked = { ...current.value, revoked_at: now };
+      const next = change(current.value);
+      if (next === undefined) return current.value;
       try {
-        await this.bucket.put(apiKeyKey(id), revoked, current.revision);
-        return revoked;
+        await this.bucket.put(key, next, current.revision);
+        return next;
       } catch (err) {
         if (!(err instanceof RevisionMoved)) throw err;
       }
     }
+  }
+
+  /** Marks the key revoked at `now` (a revoked key keeps its first time); undefined when no such key exists. */
+  revokeKey(id: string, now: number): Promise<ApiKeyRow | undefined> {
+    return this.update<ApiKeyRow>(apiKeyKey(id), (row) => (row.revoked_at !== null ? undefined : { ...row, revoked_at: now }));
   }
 
   /** Reserves `count` ids of `entity`, never below `floor` (ids drawn before cluster mode, from the local file). */
@@ -129,20 +137,11 @@ export class ControlKv {
   }
 
   /** Adds organizations to the user of `email`; returns the stored user (undefined: no such user). */
-  async addUserOrgs(email: string, orgs: number[]): Promise<StoredUser | undefined> {
-    for (;;) {
-      const current = await this.user(email);
-      if (current === undefined) return undefined;
-      const merged = [...new Set([...current.value.orgs, ...orgs])];
-      if (merged.length === current.value.orgs.length) return current.value;
-      const next = { ...current.value, orgs: merged };
-      try {
-        await this.bucket.put(userKey(email), next, current.revision);
-        return next;
-      } catch (err) {
-        if (!(err instanceof RevisionMoved)) throw err;
-      }
-    }
+  addUserOrgs(email: string, orgs: number[]): Promise<StoredUser | undefined> {
+    return this.update<StoredUser>(userKey(email), (user) => {
+      const merged = [...new Set([...user.orgs, ...orgs])];
+      return merged.length === user.orgs.length ? undefined : { ...user, orgs: merged };
+    });
   }
 
   async createSession(session: StoredSession): Promise<void> {
@@ -150,19 +149,10 @@ export class ControlKv {
   }
 
   /** Ends a session (a logout, an org switch); the first end time stays. Undefined when there is no such session. */
-  async endSession(id: string, now: number): Promise<StoredSession | undefined> {
-    for (;;) {
-      const current = await this.bucket.get<StoredSession>(sessionKey(id));
-      if (current === undefined) return undefined;
-      if (current.value.revoked_at !== null) return current.value;
-      const ended = { ...current.value, revoked_at: now };
-      try {
-        await this.bucket.put(sessionKey(id), ended, current.revision);
-        return ended;
-      } catch (err) {
-        if (!(err instanceof RevisionMoved)) throw err;
-      }
-    }
+  endSession(id: string, now: number): Promise<StoredSession | undefined> {
+    return this.update<StoredSession>(sessionKey(id), (session) =>
+      session.revoked_at !== null ? undefined : { ...session, revoked_at: now },
+    );
   }
 
   /**

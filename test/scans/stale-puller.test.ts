@@ -8,25 +8,42 @@
  */
 import { createInbox } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { served } from '../helpers/cluster.js';
 import { seed } from '../helpers/masterdata.js';
 import { drained, natsClient, publish, scanBody } from '../helpers/scans.js';
-import { eventually, spawnTrackd, startNats } from '../helpers/trackd.js';
+import { eventually, spawnTrackd, startNats, type Trackd } from '../helpers/trackd.js';
 
-t.test('a delivery taken by another puller of the durable is applied all the same, before the scans after it', async (t) => {
-  const trackd = await spawnTrackd(t, { env: { SHARDS: '1', HISTORY_GAP_SECONDS: '0' } });
-  const org = await trackd.createOrg('Stale puller');
+/**
+ * An org with locations L1 and L2 and one tagged asset, whose first scan (at L1) is applied; and
+ * how to read its visits' locations once they number `count` (or whatever is there after 30 s).
+ */
+async function trackedAsset(t: Test, trackd: Trackd, natsUrl: string, name: string, tag: string) {
+  const org = await trackd.createOrg(name);
   const token = (await trackd.createKey(org.id)).token;
   const ids = await seed(trackd, token, {
     locations: [{ external_key: 'L1' }, { external_key: 'L2' }],
-    assets: [{ external_key: 'A-1', tags: ['rfid:SP1'] }],
+    assets: [{ external_key: 'A-1', tags: [tag] }],
   });
   const assetId = ids.assets['A-1']!;
-  const nc = await natsClient(t, trackd.natsUrl);
+  const nc = await natsClient(t, natsUrl);
   const at = Date.now() - 60_000;
-  await publish(nc, `scans.${org.id}.fixed`, scanBody('L1', ['rfid:SP1'], new Date(at)));
-  await eventually(async () => (await trackd.request('GET', `/api/v1/assets/${assetId}/history`, { token })).json?.total_count === 1);
+  const history = `/api/v1/assets/${assetId}/history?sort=event_observed_at`;
+  await publish(nc, `scans.${org.id}.fixed`, scanBody('L1', [tag], new Date(at)));
+  await eventually(async () => (await trackd.request('GET', history, { token })).json?.total_count === 1, 30_000);
+  const visits = async (count: number): Promise<string[]> => {
+    const rows = await eventually(async () => {
+      const res = await trackd.request('GET', history, { token });
+      return res.json?.total_count === count && res.json.data;
+    }, 30_000).catch(async () => (await trackd.request('GET', history, { token })).json?.data);
+    return (rows as { location: { external_key: string } }[]).map((row) => row.location.external_key);
+  };
+  return { org, nc, at, visits };
+}
+
+t.test('a delivery taken by another puller of the durable is applied all the same, before the scans after it', async (t) => {
+  const trackd = await spawnTrackd(t, { env: { SHARDS: '1', HISTORY_GAP_SECONDS: '0' } });
+  const { org, nc, at, visits } = await trackedAsset(t, trackd, trackd.natsUrl, 'Stale puller', 'rfid:SP1');
 
   // trackd stopped cleanly: the durable consumer stays, with nothing pending. A pull request of
   // one message is queued on it before trackd's own (and never acked).
@@ -45,17 +62,7 @@ t.test('a delivery taken by another puller of the durable is applied all the sam
   await publish(nc, `scans.${org.id}.fixed`, scanBody('L1', ['rfid:SP1'], new Date(at + 2000)));
 
   // Within the ack wait (60 s): the taken scan was not waited for.
-  const history = await eventually(async () => {
-    const res = await trackd.request('GET', `/api/v1/assets/${assetId}/history?sort=event_observed_at`, { token });
-    return res.json?.total_count === 3 && res.json.data;
-  }, 30_000).catch(
-    async () => (await trackd.request('GET', `/api/v1/assets/${assetId}/history?sort=event_observed_at`, { token })).json?.data,
-  );
-  t.same(
-    (history as { location: { external_key: string } }[]).map((row) => row.location.external_key),
-    ['L1', 'L2', 'L1'],
-    'three visits, the taken scan among them, in order',
-  );
+  t.same(await visits(3), ['L1', 'L2', 'L1'], 'three visits, the taken scan among them, in order');
   t.ok(
     trackd
       .logs()
@@ -72,20 +79,7 @@ t.test('cluster mode: a delivery taken and acked by another client of the durabl
   const env = { SHARDS: '1', HISTORY_GAP_SECONDS: '0', LEASE_SECONDS: '10', CLUSTER_NODE_ID: 'node-a', HTTP_THREADS: '1' };
   const trackd = await spawnTrackd(t, { natsUrl: nats.url, env });
   await eventually(async () => (await served(trackd)).length === 1, 60_000);
-  const org = await trackd.createOrg('Acked elsewhere');
-  const token = (await trackd.createKey(org.id)).token;
-  const ids = await seed(trackd, token, {
-    locations: [{ external_key: 'L1' }, { external_key: 'L2' }],
-    assets: [{ external_key: 'A-1', tags: ['rfid:SP2'] }],
-  });
-  const assetId = ids.assets['A-1']!;
-  const nc = await natsClient(t, nats.url);
-  const at = Date.now() - 60_000;
-  await publish(nc, `scans.${org.id}.fixed`, scanBody('L1', ['rfid:SP2'], new Date(at)));
-  await eventually(
-    async () => (await trackd.request('GET', `/api/v1/assets/${assetId}/history`, { token })).json?.total_count === 1,
-    30_000,
-  );
+  const { org, nc, at, visits } = await trackedAsset(t, trackd, nats.url, 'Acked elsewhere', 'rfid:SP2');
 
   await trackd.stop();
   const inbox = createInbox();
@@ -102,20 +96,11 @@ t.test('cluster mode: a delivery taken and acked by another client of the durabl
   t.ok(first?.subject.startsWith(`scans.${org.id}.`), 'the other client took the scan to L2');
   // Acked there: the durable's ack floor moves past a message trackd never had.
   first!.respond(new TextEncoder().encode('+ACK'));
-  await nc.flush();
+  const jsm = await jetstreamManager(nc);
+  await eventually(async () => (await jsm.consumers.info('SCANS', 'trackd-scans-s0')).ack_floor.stream_seq >= 2, 10_000);
   await publish(nc, `scans.${org.id}.fixed`, scanBody('L1', ['rfid:SP2'], new Date(at + 2000)));
 
-  const history = await eventually(async () => {
-    const res = await trackd.request('GET', `/api/v1/assets/${assetId}/history?sort=event_observed_at`, { token });
-    return res.json?.total_count === 3 && res.json.data;
-  }, 30_000).catch(
-    async () => (await trackd.request('GET', `/api/v1/assets/${assetId}/history?sort=event_observed_at`, { token })).json?.data,
-  );
-  t.same(
-    (history as { location: { external_key: string } }[]).map((row) => row.location.external_key),
-    ['L1', 'L2', 'L1'],
-    'three visits, the scan acked elsewhere among them, in order',
-  );
+  t.same(await visits(3), ['L1', 'L2', 'L1'], 'three visits, the scan acked elsewhere among them, in order');
   t.ok(
     trackd.logs().some((l) => l.msg === 'scan consumer state' && l.consumer === 'trackd-scans-s0' && l.must_start_by === 2),
     'the session after the gap started at the message past what the shard applied (2), below the ack floor',
@@ -126,17 +111,7 @@ t.test('cluster mode: a delivery taken and acked by another client of the durabl
 // gone from the stream: an operator deleted a message. Then it is passed over once, not looped on.
 t.test('a message deleted from SCANS before delivery is passed over, and the scans around it applied', async (t) => {
   const trackd = await spawnTrackd(t, { env: { SHARDS: '1', HISTORY_GAP_SECONDS: '0' } });
-  const org = await trackd.createOrg('Deleted message');
-  const token = (await trackd.createKey(org.id)).token;
-  const ids = await seed(trackd, token, {
-    locations: [{ external_key: 'L1' }, { external_key: 'L2' }],
-    assets: [{ external_key: 'A-1', tags: ['rfid:SP3'] }],
-  });
-  const assetId = ids.assets['A-1']!;
-  const nc = await natsClient(t, trackd.natsUrl);
-  const at = Date.now() - 60_000;
-  await publish(nc, `scans.${org.id}.fixed`, scanBody('L1', ['rfid:SP3'], new Date(at)));
-  await eventually(async () => (await trackd.request('GET', `/api/v1/assets/${assetId}/history`, { token })).json?.total_count === 1);
+  const { org, nc, at, visits } = await trackedAsset(t, trackd, trackd.natsUrl, 'Deleted message', 'rfid:SP3');
 
   await trackd.stop();
   await publish(nc, `scans.${org.id}.fixed`, scanBody('L2', ['rfid:SP3'], new Date(at + 1000)));
@@ -145,17 +120,8 @@ t.test('a message deleted from SCANS before delivery is passed over, and the sca
   t.ok(await (await jetstreamManager(nc)).streams.deleteMessage('SCANS', deleted), `SCANS message ${deleted} deleted`);
   await trackd.restart();
 
-  const history = await eventually(async () => {
-    const res = await trackd.request('GET', `/api/v1/assets/${assetId}/history?sort=event_observed_at`, { token });
-    return res.json?.total_count === 2 && res.json.data;
-  }, 30_000).catch(
-    async () => (await trackd.request('GET', `/api/v1/assets/${assetId}/history?sort=event_observed_at`, { token })).json?.data,
-  );
-  t.same(
-    (history as { location: { external_key: string } }[]).map((row) => row.location.external_key),
-    ['L1', 'L2'],
-    'the scans before and after the deleted one applied (L2 then L2: one visit)',
-  );
+  // HISTORY_GAP_SECONDS=0: each scan is a history row of its own, so the deleted L1 between the two L2s would show.
+  t.same(await visits(3), ['L1', 'L2', 'L2'], 'the scans before and after the deleted one applied, the deleted one not');
   await drained(nc);
   t.ok(
     trackd
