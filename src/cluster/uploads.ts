@@ -5,9 +5,10 @@ import { nanos, type NatsConnection } from '@nats-io/transport-node';
 
 /**
  * Uploads (bulk import bodies) sent to a node that does not own the org's shard are staged here:
- * the front node streams the body into object `<request id>`, forwards the request without a body
+ * the front node streams the body into object `<ulid>`, forwards the request without a body
  * and with the object's name, the owner reads the object as the request's body, and the front node
- * deletes it once the owner has answered. An object a dead front node left behind ages out.
+ * deletes it once the owner has answered. An object a dead front node left behind ages out. An
+ * owner stages an answer over the broker's max_payload (a large export) the same way.
  */
 export const UPLOAD_BUCKET = 'trackd_uploads';
 const STAGED_MAX_AGE_MS = 24 * 3600 * 1000;
