@@ -63,6 +63,22 @@ const STATUS_TEXT: Record<number, string> = Object.fromEntries(
 // Math.random, not the default webcrypto PRNG (16 one-byte getRandomValues calls per new millisecond):
 // request ids need uniqueness, not secrecy, and the default cost 15% of an asset read (bench profile).
 const nextUlid = monotonicFactory(Math.random);
+/** The request as the owner gets it: what the pipeline reads, with this exchange's request id. */
+function forwardedRequest(
+  p: Pending,
+  method: string,
+  rawQuery: string,
+  payload: Pick<ForwardedRequest, 'body' | 'staged'>,
+): ForwardedRequest {
+  return {
+    method,
+    url: rawQuery === '' ? p.path : `${p.path}?${rawQuery}`,
+    headers: { ...p.forwardHeaders, 'x-request-id': p.requestId },
+    remoteAddress: p.aborted ? '' : remoteAddress(p.res),
+    ...payload,
+  };
+}
+
 /** How long a front node waits for the owner's answer to a forwarded upload: the owner applies the whole body first. */
 const FORWARDED_UPLOAD_ANSWER_MS = 15 * 60_000;
 
@@ -436,13 +452,7 @@ export class HttpServer {
     }
     // HEAD goes as GET: this exchange writes the answer's headers without its body.
     const method = p.method === 'HEAD' ? 'GET' : p.method;
-    const forwarded: ForwardedRequest = {
-      method,
-      url: request.rawQuery === '' ? p.path : `${p.path}?${request.rawQuery}`,
-      headers: { ...p.forwardHeaders, 'x-request-id': p.requestId },
-      remoteAddress: p.aborted ? '' : remoteAddress(p.res),
-      body,
-    };
+    const forwarded = forwardedRequest(p, method, request.rawQuery, { body });
     const forwarding = this.options.forwarding!;
     const answer = await forwarding.forward(shard, forwarded, method === 'GET');
     if (answer.staged !== undefined) {
@@ -491,14 +501,7 @@ export class HttpServer {
           { headers: { 'Retry-After': '2' } },
         );
       });
-      const forwarded: ForwardedRequest = {
-        method: p.method,
-        url: request.rawQuery === '' ? p.path : `${p.path}?${request.rawQuery}`,
-        headers: { ...p.forwardHeaders, 'x-request-id': p.requestId },
-        remoteAddress: p.aborted ? '' : remoteAddress(p.res),
-        body: undefined,
-        staged,
-      };
+      const forwarded = forwardedRequest(p, p.method, request.rawQuery, { body: undefined, staged });
       const answer = await forwarding.forward(shard, forwarded, false, FORWARDED_UPLOAD_ANSWER_MS);
       this.send(p, replyOf(answer), false);
     } finally {

@@ -1,6 +1,10 @@
 import type { Shard } from '../shards/shard.js';
 import type { KeyedTable } from './keys.js';
 
+/** A list's filters that narrow it: not unset, and not `include_deleted=false` (the default scope). */
+export const setFilters = (filters: Record<string, unknown>): [string, unknown][] =>
+  Object.entries(filters).filter(([name, value]) => value !== undefined && !(name === 'include_deleted' && value === false));
+
 /**
  * total_count of a master-data list whose only filters are the default scope and is_active, from
  * the counts triggers keep (master_live_counts, migration 012): the rows not soft-deleted, less
@@ -16,8 +20,7 @@ export function keptListCount(
   now: number,
 ): number | undefined {
   let active: number | null = null;
-  for (const [name, value] of Object.entries(filters)) {
-    if (value === undefined || (name === 'include_deleted' && value === false)) continue;
+  for (const [name, value] of setFilters(filters)) {
     if (name === 'is_active' && typeof value === 'boolean') active = value ? 1 : 0;
     else return undefined;
   }

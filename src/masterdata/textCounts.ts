@@ -1,5 +1,6 @@
 import type { Shard } from '../shards/shard.js';
 import type { KeyedTable } from './keys.js';
+import { setFilters } from './liveCounts.js';
 import { textIndexQuery, textIndexTable } from './textIndex.js';
 
 /**
@@ -25,8 +26,7 @@ export function textIndexCount(
 ): number | undefined {
   let q: string | undefined;
   let activeOnly = false;
-  for (const [name, value] of Object.entries(filters)) {
-    if (value === undefined || (name === 'include_deleted' && value === false)) continue;
+  for (const [name, value] of setFilters(filters)) {
     if (name === 'q' && typeof value === 'string') q = value;
     else if (name === 'is_active' && value === true) activeOnly = true;
     else return undefined;

@@ -100,8 +100,6 @@ class ScanConsumer implements ScanIngest {
   private nextStreamSeq: number | undefined;
   /** The highest stream sequence this consumer has taken in order, every one before it included (this process). */
   private takenThrough = 0;
-  /** A stream sequence the server skipped (a first delivery past it): the next session starts there at the latest. */
-  private resumeAt: number | undefined;
   /** Stream sequences a first delivery jumped over, to look up before the next session: skipped, or gone from the stream? */
   private jumped: { from: number; to: number } | undefined;
   /** Stream sequences found gone from the stream (deleted by an operator): a jump over them is no skip. */
@@ -279,7 +277,9 @@ class ScanConsumer implements ScanIngest {
    * Undefined: the floor holds.
    */
   private async mustStartBy(floor: number, created: string): Promise<number | undefined> {
+    let must: number | undefined;
     if (this.jumped !== undefined) {
+      // A message the server skipped: the session starts there at the latest.
       const present = await this.firstPresent(this.jumped);
       if (present === undefined) {
         this.services.logger.warn(
@@ -287,11 +287,9 @@ class ScanConsumer implements ScanIngest {
           'scan messages gone from the stream (deleted): passed over',
         );
         this.absent = this.jumped;
-      } else this.resumeAt = Math.min(this.resumeAt ?? Number.POSITIVE_INFINITY, present);
+      } else must = present;
       this.jumped = undefined;
     }
-    let must = this.resumeAt;
-    this.resumeAt = undefined;
     if (floor > this.takenThrough) {
       let known = this.takenThrough === 0 ? floor : this.takenThrough;
       if (this.only !== undefined)

@@ -110,24 +110,27 @@ export class ResponseReader {
       return problem;
     }
     if (body.kind === 'length') {
-      const part = this.pending.subarray(0, body.left);
-      this.pending = this.pending.subarray(part.length);
-      body.left -= part.length;
-      const problem = this.take(part);
+      const { taken, problem } = this.takePending(body.left);
+      body.left -= taken;
       if (problem !== undefined) return problem;
       return body.left === 0 ? this.finish(true) : undefined;
     }
     return this.chunkedStep();
   }
 
+  /** Up to `left` bytes of what is pending taken into the body: how many, and any problem with them. */
+  private takePending(left: number): { taken: number; problem: ParseResult } {
+    const part = this.pending.subarray(0, left);
+    this.pending = this.pending.subarray(part.length);
+    return { taken: part.length, problem: this.take(part) };
+  }
+
   private chunkedStep(): ParseResult {
     for (;;) {
       const c = this.chunk;
       if (c.phase === 'data') {
-        const part = this.pending.subarray(0, c.left);
-        this.pending = this.pending.subarray(part.length);
-        c.left -= part.length;
-        const problem = this.take(part);
+        const { taken, problem } = this.takePending(c.left);
+        c.left -= taken;
         if (problem !== undefined) return problem;
         if (c.left > 0) return undefined;
         this.chunk = { phase: 'crlf' };
