@@ -1,5 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { splitPartition } from '../scans/partition.js';
+import { IdleWatch } from './idleWatch.js';
 import {
   DeliverPolicy,
   JetStreamApiCodes,
@@ -170,29 +171,17 @@ export async function* readStream(
   });
   // An ordered consumer placed on a server that has died (nats-server before 2.12) may deliver
   // nothing, and wait for ever: nothing for READ_IDLE_MS ends the read as a timeout, to be retried.
-  let idle = false;
-  let timer: NodeJS.Timeout | undefined;
-  const arm = () => {
-    timer = setTimeout(() => {
-      idle = true;
-      void messages.close();
-    }, READ_IDLE_MS);
-  };
-  arm();
+  const watch = new IdleWatch(READ_IDLE_MS, () => void messages.close());
   try {
     for await (const msg of messages) {
-      clearTimeout(timer);
+      watch.stop();
       yield msg;
       if (msg.seq >= last) break;
-      arm();
+      watch.touch();
     }
-    if (idle) {
-      const timeout = new Error(`reading ${stream} from ${from}: nothing came for ${READ_IDLE_MS / 1000} s`);
-      timeout.name = 'TimeoutError';
-      throw timeout;
-    }
+    if (watch.fired) throw watch.timeout(`reading ${stream} from ${from}`);
   } finally {
-    clearTimeout(timer);
+    watch.stop();
     await messages.close();
   }
 }

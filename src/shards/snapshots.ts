@@ -7,6 +7,7 @@ import { Objm, StorageType, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { ADMIN_OPTIONS, connectNats, retryOnTimeout, streamWithLeader } from '../scans/streams.js';
+import { IdleWatch } from './idleWatch.js';
 import type { JournalSettings } from './journal.js';
 import { JOURNAL_STREAM, journalSubject } from './journalEntry.js';
 import { purgeInputs, purgeJournalBelow, type InputPurge } from './retention.js';
@@ -186,12 +187,9 @@ export async function restoreSnapshot(
       // A download whose chunks stop coming (its reader placed on a server that died: nats-server
       // before 2.12) would wait for ever: nothing for DOWNLOAD_IDLE_MS fails it as a timeout, retried.
       const idle = new AbortController();
-      let timer = setTimeout(() => idle.abort(), DOWNLOAD_IDLE_MS);
+      const watch = new IdleWatch(DOWNLOAD_IDLE_MS, () => idle.abort());
       const source = Readable.fromWeb(object.data as never);
-      source.on('data', () => {
-        clearTimeout(timer);
-        timer = setTimeout(() => idle.abort(), DOWNLOAD_IDLE_MS);
-      });
+      source.on('data', () => watch.touch());
       try {
         await pipeline(source, fs.createWriteStream(partial), {
           signal: signal === undefined ? idle.signal : AbortSignal.any([signal, idle.signal]),
@@ -200,14 +198,10 @@ export async function restoreSnapshot(
         if (failed) throw failed;
       } catch (err) {
         fs.rmSync(partial, { force: true });
-        if (idle.signal.aborted && !signal?.aborted) {
-          const timeout = new Error(`snapshot download of shard ${index}: nothing came for ${DOWNLOAD_IDLE_MS / 1000} s`);
-          timeout.name = 'TimeoutError';
-          throw timeout;
-        }
+        if (watch.fired && !signal?.aborted) throw watch.timeout(`snapshot download of shard ${index}`);
         throw err;
       } finally {
-        clearTimeout(timer);
+        watch.stop();
       }
       fs.renameSync(partial, file);
       return infoOf(object.info.metadata, object.info.size);
