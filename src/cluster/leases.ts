@@ -6,7 +6,16 @@ export interface Lease {
   node: string;
   /** Who released it (a released lease): the other live nodes are its candidates, so it moves. */
   released_by?: string;
+  /**
+   * Written with each renewal: per input stream, what the holder's consumer of the shard has
+   * settled (ScanIngest.settledThrough). A claim writes none, so a new holder's figures are never
+   * taken from its predecessor. The retention purge reads them (src/shards/retention.ts).
+   */
+  inputs?: Record<string, number | null>;
 }
+
+/** What a holder reports with each renewal of a shard's lease (undefined: nothing yet). */
+export type LeaseProgress = (shard: number) => Record<string, number | null> | undefined;
 
 export type LeaseEvent =
   | { kind: 'acquired'; shard: number; epoch: number; from: string }
@@ -67,6 +76,7 @@ export class LeaseManager {
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | undefined;
   private readonly startedAt = Date.now();
+  private progress: LeaseProgress = () => undefined;
 
   constructor(
     private readonly bucket: LeaseBucket,
@@ -108,6 +118,11 @@ export class LeaseManager {
   async confirm(shard: number): Promise<boolean> {
     if (!this.held.has(shard)) return false;
     return (await this.bucket.get<Lease>(shardKey(shard)))?.value.node === this.settings.nodeId;
+  }
+
+  /** What each renewal of a held lease carries from now on (see Lease.inputs). */
+  reportProgress(progress: LeaseProgress): void {
+    this.progress = progress;
   }
 
   /** Gives a shard up (fenced, or shutting down): its lease is marked free so another node claims it at once. */
@@ -155,7 +170,9 @@ export class LeaseManager {
   private async renew(): Promise<void> {
     for (const [shard, revision] of this.held) {
       try {
-        const next = await this.bucket.put(shardKey(shard), { node: this.settings.nodeId } satisfies Lease, revision);
+        const inputs = this.progress(shard);
+        const lease: Lease = inputs === undefined ? { node: this.settings.nodeId } : { node: this.settings.nodeId, inputs };
+        const next = await this.bucket.put(shardKey(shard), lease, revision);
         if (this.held.has(shard)) this.held.set(shard, next);
       } catch (err) {
         if (err instanceof RevisionMoved) {

@@ -81,6 +81,7 @@ export class ClusterNode {
       const node = new ClusterNode(settings, nc, ownership, services, actors, sources, table);
       node.updateReadiness();
       ownership.on((event) => node.onOwnership(event));
+      ownership.reportProgress((shard) => node.ingests.get(shard)?.settledThrough());
       ownership.onError((detail) => services.logger.warn({ detail }, 'cluster lease bucket operation failed'));
       node.collectMetrics();
       node.followStandbys();

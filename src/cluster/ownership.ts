@@ -1,6 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { LeaseBucket, RevisionMoved } from './leaseBucket.js';
-import { LeaseManager, type LeaseEvent } from './leases.js';
+import { LeaseManager, type LeaseEvent, type LeaseProgress } from './leases.js';
 import { whileJetStreamElects } from '../scans/streams.js';
 
 export interface OwnershipSettings {
@@ -96,6 +96,11 @@ export class ShardOwnership {
   onError(listener: (detail: string) => void): () => void {
     this.errorListeners.add(listener);
     return () => this.errorListeners.delete(listener);
+  }
+
+  /** What each renewal of a held lease reports of its shard's input consumers (Lease.inputs). */
+  reportProgress(progress: LeaseProgress): void {
+    this.manager.reportProgress(progress);
   }
 
   /** Gives shard `shard` up at once (fenced, or shutting down): another node may claim it at its next tick. */

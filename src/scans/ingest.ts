@@ -26,6 +26,14 @@ import { connectNats, ensureStream, isApiError, SCANS_DEAD_STREAM } from './stre
 
 export interface ScanIngest {
   stop(): Promise<void>;
+  /**
+   * Per input stream, the sequence through which this process has seen every message of its
+   * consumer's and settled it (applied, dead-lettered or found not its shard's, and acked); null
+   * for a filtered consumer (partitioned subjects), whose stream sequences cannot be checked for
+   * gaps. Undefined until every consumer has begun a session. The retention purge trusts this
+   * over a consumer's ack floor (nats-server#6566 can move a floor past messages never delivered).
+   */
+  settledThrough(): Record<string, number | null> | undefined;
 }
 
 export interface IngestOptions {
@@ -82,7 +90,7 @@ const headerSafe = (text: string) => text.replace(/[\r\n]+/g, ' ').slice(0, 2000
  * sequence gap) ends the session, flushes what is in hand, and re-creates the durable consumer at
  * its ack floor. Redeliveries at or below a shard's applied sequence are then acked without effect.
  */
-class ScanConsumer implements ScanIngest {
+class ScanConsumer {
   private readonly lanes: LaneScheduler<InHand>;
   private readonly inHand = new Set<number>();
   private readonly sideTasks = new Set<Promise<void>>();
@@ -100,6 +108,8 @@ class ScanConsumer implements ScanIngest {
   private nextStreamSeq: number | undefined;
   /** The highest stream sequence this consumer has taken in order, every one before it included (this process). */
   private takenThrough = 0;
+  /** A session has begun (its start checked against what is known to be in): takenThrough means something. */
+  private started = false;
   /** Stream sequences a first delivery jumped over, to look up before the next session: skipped, or gone from the stream? */
   private jumped: { from: number; to: number } | undefined;
   /** Stream sequences found gone from the stream (deleted by an operator): a jump over them is no skip. */
@@ -187,6 +197,9 @@ class ScanConsumer implements ScanIngest {
     while (!this.stopping) {
       try {
         const delivered = await this.prepareConsumer();
+        // Everything before the session's first stream sequence is in: the start was checked (mustStartBy).
+        if (this.nextStreamSeq !== undefined) this.takenThrough = Math.max(this.takenThrough, this.nextStreamSeq - 1);
+        this.started = true;
         const consumer = await this.js.consumers.get(this.source.stream, this.durable);
         this.sessionBroken = false;
         // The first delivery is checked too: another client pulling from this durable (a paused
@@ -548,7 +561,23 @@ class ScanConsumer implements ScanIngest {
       if (this.stopping && !this.lanes.active() && this.sideTasks.size === 0) break;
       await sleep(5);
     }
+    // Given up on (stopping, or a batch that failed): not settled, so not taken as far as anyone relies on it.
+    this.takenThrough = this.settledSeq() ?? this.takenThrough;
     this.inHand.clear();
+  }
+
+  get stream(): string {
+    return this.source.stream;
+  }
+
+  /** This consumer's part of ScanIngest.settledThrough: what it took in order less what it still holds. */
+  settledSeq(): number | null | undefined {
+    if (this.filter !== undefined) return null;
+    if (!this.started) return undefined;
+    // In hand: taken, not yet settled.
+    let through = this.takenThrough;
+    for (const seq of this.inHand) if (seq <= through) through = seq - 1;
+    return through;
   }
 
   async stop(): Promise<void> {
@@ -580,6 +609,15 @@ export async function startScanIngest(
     consumers.push(new ScanConsumer(services, source, js, jsm, { ...DEFAULT_OPTIONS, ...options }, onReadiness, options.shard));
   void watchStatus(nc, consumers);
   return {
+    settledThrough() {
+      const out: Record<string, number | null> = {};
+      for (const consumer of consumers) {
+        const through = consumer.settledSeq();
+        if (through === undefined) return undefined;
+        out[consumer.stream] = through;
+      }
+      return out;
+    },
     async stop() {
       await Promise.all(consumers.map((c) => c.stop()));
       // A broker that is away cannot be drained; nothing is in hand once the consumers stopped.

@@ -1,4 +1,6 @@
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import { LEASE_BUCKET } from '../cluster/leaseBucket.js';
+import type { Lease } from '../cluster/leases.js';
 import { scanSources } from '../scans/sources.js';
 import { readStream } from './journal.js';
 import { JOURNAL_STREAM, type JournalEntry } from './journalEntry.js';
@@ -29,6 +31,12 @@ export interface InputPurge {
  * kept entries). The ack floors are read first: a message acked after that read was applied by an
  * entry appended before its ack, which the walk of the journal then sees. A stream without a
  * consumer keeps everything, and so does one that lacks a shard's consumer in cluster mode.
+ *
+ * In cluster mode the floors are not taken on the server's word alone: a replicated consumer of
+ * nats-server before 2.11 can move its ack floor past messages it never delivered
+ * (nats-server#6566; trackd's consumer notices at its next session and reads them then), and a
+ * purge in between would remove them. So the purge also stays at or below what each shard's
+ * holder reports settled with its lease, and waits while a shard has no such report.
  */
 export async function purgeInputs(js: JetStreamClient, jsm: JetStreamManager, shardConsumers?: number): Promise<InputPurge[]> {
   const floors = new Map<string, number>();
@@ -36,6 +44,14 @@ export async function purgeInputs(js: JetStreamClient, jsm: JetStreamManager, sh
     const expected = shardConsumers === undefined ? [] : Array.from({ length: shardConsumers }, (_, i) => `${durable}-s${i}`);
     const floor = await ackFloor(jsm, stream, expected);
     if (floor !== undefined) floors.set(stream, floor);
+  }
+  if (shardConsumers !== undefined) {
+    const settled = await settledByHolders(jsm, shardConsumers);
+    for (const [stream, floor] of floors) {
+      const through = settled.get(stream);
+      if (through === undefined) floors.delete(stream);
+      else floors.set(stream, Math.min(floor, through));
+    }
   }
   if (floors.size === 0) return [];
   const needed = await oldestReferences(js, jsm, new Set(floors.keys()));
@@ -71,6 +87,26 @@ async function ackFloor(jsm: JetStreamManager, stream: string, expected: string[
     return undefined;
   }
   return expected.every((name) => listed.has(name)) ? floor : undefined;
+}
+
+/**
+ * Per input stream, the lowest sequence the shards' holders report settled with their leases
+ * (Lease.inputs): absent when one shard reports nothing for it (no holder, or one that has not
+ * renewed since its claim), infinite when every report is null (filtered consumers: the server's
+ * floors stand).
+ */
+async function settledByHolders(jsm: JetStreamManager, shards: number): Promise<Map<string, number>> {
+  const settled = new Map<string, number>(scanSources.map(({ stream }) => [stream, Number.POSITIVE_INFINITY]));
+  for (let shard = 0; shard < shards; shard++) {
+    const msg = await jsm.streams.getMessage(`KV_${LEASE_BUCKET}`, { last_by_subj: `$KV.${LEASE_BUCKET}.shard.${shard}` });
+    const inputs = msg === null ? undefined : msg.json<Lease>().inputs;
+    for (const [stream, lowest] of settled) {
+      const through = inputs?.[stream];
+      if (through === undefined) settled.delete(stream);
+      else if (through !== null) settled.set(stream, Math.min(lowest, through));
+    }
+  }
+  return settled;
 }
 
 /**

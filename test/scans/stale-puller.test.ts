@@ -130,3 +130,72 @@ t.test('a message deleted from SCANS before delivery is passed over, and the sca
     'the gap was looked up and found deleted',
   );
 });
+
+// What the server's skip must not lead to: a purge of SCANS (after another shard's snapshot) below a
+// floor the server moved past messages the shard never had. Two pull requests of another client take
+// (and ack) shard 0's next scan and the message after it, so shard 0's consumer sees nothing until a
+// later scan; shard 1 applies that second message, snapshots and purges meanwhile. The purge stays at
+// or below what shard 0's holder reported settled with its lease, so the taken scan is still there
+// when shard 0's next session starts below the floor.
+t.test('cluster mode: a purge after another shard’s snapshot keeps the messages a moved ack floor passed over', async (t) => {
+  const nats = await startNats(t);
+  const env = {
+    SHARDS: '2',
+    HISTORY_GAP_SECONDS: '0',
+    LEASE_SECONDS: '3',
+    CLUSTER_NODE_ID: 'node-a',
+    HTTP_THREADS: '1',
+    SNAPSHOT_EVERY_ENTRIES: '1',
+  };
+  const trackd = await spawnTrackd(t, { natsUrl: nats.url, env });
+  await eventually(async () => (await served(trackd)).length === 2, 60_000);
+  const { org, nc, at, visits } = await trackedAsset(t, trackd, nats.url, 'Purged under', 'rfid:SP4');
+  const other = await trackd.createOrg('Shard one');
+  t.equal((other.id - 1) % 2, 1, 'the second org is on shard 1');
+  const otherToken = (await trackd.createKey(other.id)).token;
+  await seed(trackd, otherToken, { locations: [{ external_key: 'D1' }], assets: [{ external_key: 'B-1', tags: ['rfid:SP5'] }] });
+
+  await trackd.stop();
+  const inbox = createInbox();
+  const taken = nc.subscribe(inbox, { max: 2 });
+  for (let i = 0; i < 2; i++)
+    nc.publish('$JS.API.CONSUMER.MSG.NEXT.SCANS.trackd-scans-s0', JSON.stringify({ batch: 1, expires: 120_000_000_000 }), { reply: inbox });
+  await nc.flush();
+  await trackd.restart();
+  await eventually(async () => (await served(trackd)).length === 2, 60_000);
+  const jsm = await jetstreamManager(nc);
+  const leaseInputs = async (shard: number) =>
+    (await jsm.streams.getMessage('KV_trackd_leases', { last_by_subj: `$KV.trackd_leases.shard.${shard}` }))?.json<{
+      inputs?: Record<string, number | null>;
+    }>().inputs;
+  await eventually(async () => (await leaseInputs(0))?.SCANS !== undefined && (await leaseInputs(1))?.SCANS !== undefined, 30_000);
+
+  const { seq: missed } = await publish(nc, `scans.${org.id}.fixed`, scanBody('L2', ['rfid:SP4'], new Date(at + 1000)));
+  await publish(nc, `scans.${other.id}.fixed`, scanBody('D1', ['rfid:SP5']));
+  let count = 0;
+  for await (const m of taken) {
+    m.respond(new TextEncoder().encode('+ACK'));
+    if (++count === 2) break;
+  }
+  await eventually(async () => (await jsm.consumers.info('SCANS', 'trackd-scans-s0')).ack_floor.stream_seq > missed, 10_000);
+  t.ok((await leaseInputs(0))!.SCANS! < missed, `shard 0's holder reports settled below the taken scan (${missed})`);
+
+  // Shard 1 applies the second message, then snapshots and purges.
+  await eventually(async () => {
+    const res = await trackd.request('GET', '/api/v1/reports/asset-locations?limit=10', { token: otherToken });
+    return res.json?.data?.length === 1;
+  }, 30_000);
+  const applied = trackd.logs().length;
+  await eventually(
+    async () =>
+      trackd
+        .logs()
+        .slice(applied)
+        .find((l) => l.msg === 'shard journal snapshot' && l.shard === 1),
+    30_000,
+  );
+  t.ok((await jsm.streams.info('SCANS')).state.first_seq <= missed, 'the scan shard 0 never had is still in SCANS');
+
+  await publish(nc, `scans.${org.id}.fixed`, scanBody('L1', ['rfid:SP4'], new Date(at + 2000)));
+  t.same(await visits(3), ['L1', 'L2', 'L1'], 'three visits, the taken scan among them, in order');
+});
