@@ -21,7 +21,7 @@ export type LeaseEvent =
   | { kind: 'acquired'; shard: number; epoch: number; from: string }
   | { kind: 'lost'; shard: number; detail: string }
   | { kind: 'released'; shard: number }
-  | { kind: 'tick'; held: number[]; live: string[] }
+  | { kind: 'tick'; held: number[]; live: string[]; renewed: boolean }
   | { kind: 'error'; detail: string };
 
 export interface LeaseSettings {
@@ -31,11 +31,15 @@ export interface LeaseSettings {
   leaseMs: number;
   /**
    * How long a starting node watches the heartbeats before it claims a free shard (default: one
-   * lease period), so that nodes started together all count as live and split the free shards by
-   * rendezvous instead of the first one taking every shard (leases are sticky after that).
+   * and a half lease periods), so that nodes started together all count as live and split the free
+   * shards by rendezvous instead of the first one taking every shard (leases are sticky after that).
+   * One period was too short for two nodes spawned together on a loaded 2-core machine (lease 5 s).
    */
   settleMs?: number;
 }
+
+/** Longest time between two reads of the leases (a tenth of the lease period when shorter; renewals go every third). */
+const OBSERVE_MAX_MS = 1000;
 
 const shardKey = (shard: number) => `shard.${shard}`;
 const nodeKey = (node: string) => `node.${node}`;
@@ -56,7 +60,8 @@ interface Seen {
  *    the key moved means another node took the shard: the lease is lost and the shard must be
  *    released. A renew that times out is *not* a loss (a stream leader election on 2.9 takes 4 to 9
  *    s): the holder keeps trying, and loses only when an update is refused;
- * 3. reads every lease and heartbeat, noting since when each revision has not moved;
+ * 3. reads every lease and heartbeat, noting since when each revision has not moved (this and the
+ *    next step every lease period / 10, at most every second);
  * 4. claims a shard when it is free (never leased, or released) or its lease has not moved for a
  *    whole period while this node's own heartbeats all succeeded since then, and this node wins
  *    the shard's rendezvous among the live nodes (heartbeat moved within a period). The claim
@@ -73,6 +78,7 @@ export class LeaseManager {
   /** When a heartbeat last failed (0: never): no claim relies on a period that holds a failure. */
   private heartbeatFailedAt = 0;
   private lastHeartbeatAt = 0;
+  private lastBeatTriedAt = 0;
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | undefined;
   private readonly startedAt = Date.now();
@@ -85,7 +91,10 @@ export class LeaseManager {
   ) {}
 
   start(): void {
-    const every = Math.max(50, Math.floor(this.settings.leaseMs / 3));
+    // Leases are read more often than they are renewed: a contender notes since when a lease has not
+    // moved to within one read, so a dead holder's shards move about a lease period after its last
+    // renewal (reads every lease / 3 added up to two more thirds: 16.5 s with a 10 s lease).
+    const every = Math.max(50, Math.min(OBSERVE_MAX_MS, Math.floor(this.settings.leaseMs / 10)));
     const run = () => {
       this.ticking = this.tick().catch((err) => this.onEvent({ kind: 'error', detail: (err as Error).message }));
       void this.ticking.finally(() => {
@@ -145,13 +154,21 @@ export class LeaseManager {
     await this.ticking;
   }
 
+  private renewEvery(): number {
+    return Math.max(50, Math.floor(this.settings.leaseMs / 3));
+  }
+
   private async tick(): Promise<void> {
     const now = Date.now();
-    await this.beat(now);
-    await this.renew();
+    const renewing = now - this.lastBeatTriedAt >= this.renewEvery();
+    if (renewing) {
+      this.lastBeatTriedAt = now;
+      await this.beat(now);
+      await this.renew();
+    }
     await this.observe(now);
     await this.claim(now);
-    this.onEvent({ kind: 'tick', held: [...this.held.keys()].sort((a, b) => a - b), live: this.liveNodes(now) });
+    this.onEvent({ kind: 'tick', held: [...this.held.keys()].sort((a, b) => a - b), live: this.liveNodes(now), renewed: renewing });
   }
 
   private async beat(now: number): Promise<void> {
@@ -226,7 +243,7 @@ export class LeaseManager {
       if (this.held.has(shard)) continue;
       const seen = this.seenShards.get(shard);
       const mine = seen?.node === this.settings.nodeId && seen.since >= this.startedAt;
-      const free = (seen === undefined || seen.node === '') && now - this.startedAt >= (this.settings.settleMs ?? this.settings.leaseMs);
+      const free = (seen === undefined || seen.node === '') && now - this.startedAt >= (this.settings.settleMs ?? this.settings.leaseMs * 1.5);
       const stale = seen !== undefined && now - seen.since >= this.settings.leaseMs && this.heartbeatFailedAt < seen.since;
       if (!mine && !free && !stale) continue;
       // A stale holder is not a candidate: its heartbeat may still move (a node whose lease renewals fail).

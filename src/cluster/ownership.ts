@@ -10,7 +10,7 @@ export interface OwnershipSettings {
   leaseMs: number;
   /** Copies of the lease bucket when this node creates it. */
   replicas: number;
-  /** See LeaseSettings.settleMs (default: one lease period). */
+  /** See LeaseSettings.settleMs (default: one and a half lease periods). */
   settleMs?: number;
 }
 
