@@ -243,7 +243,8 @@ export class LeaseManager {
       if (this.held.has(shard)) continue;
       const seen = this.seenShards.get(shard);
       const mine = seen?.node === this.settings.nodeId && seen.since >= this.startedAt;
-      const free = (seen === undefined || seen.node === '') && now - this.startedAt >= (this.settings.settleMs ?? this.settings.leaseMs * 1.5);
+      const free =
+        (seen === undefined || seen.node === '') && now - this.startedAt >= (this.settings.settleMs ?? this.settings.leaseMs * 1.5);
       const stale = seen !== undefined && now - seen.since >= this.settings.leaseMs && this.heartbeatFailedAt < seen.since;
       if (!mine && !free && !stale) continue;
       // A stale holder is not a candidate: its heartbeat may still move (a node whose lease renewals fail).
