@@ -74,8 +74,9 @@ export class ShardRpcServer {
       this.logger.error({ err, shard }, 'shard RPC request failed');
       answer = errorAnswer(new ApiError('service_unavailable', 'The node that owns this organization could not run the request'), request);
     }
-    let data = encodeAnswer(answer);
     const maxPayload = this.nc.info?.max_payload ?? Number.POSITIVE_INFINITY;
+    if (answer.stream !== undefined) answer = await this.settleStream(shard, answer, maxPayload, request);
+    let data = encodeAnswer(answer);
     if (data.byteLength > maxPayload && answer.body !== undefined && this.uploads !== undefined) {
       // A large answer (an export): its body goes through the object store, the front node reads it there.
       const staged = `answer-${nextUlid()}`;
@@ -97,6 +98,46 @@ export class ShardRpcServer {
         ),
       );
     msg.respond(data);
+  }
+
+  /**
+   * A streamed answer (an export) as it is written: kept whole while it stays under half the
+   * broker's max_payload, else staged in the object store piece by piece as the handler writes
+   * them (its writes wait while the store lags), so the owner never holds the whole body.
+   */
+  private async settleStream(
+    shard: number,
+    answer: ForwardedAnswer,
+    maxPayload: number,
+    request: ForwardedRequest | undefined,
+  ): Promise<ForwardedAnswer> {
+    const { stream, ...rest } = answer;
+    const pieces = stream![Symbol.asyncIterator]();
+    const head: Buffer[] = [];
+    let size = 0;
+    try {
+      for (;;) {
+        const next = await pieces.next();
+        if (next.done) return { ...rest, body: Buffer.concat(head).toString('utf8') };
+        head.push(next.value);
+        size += next.value.byteLength;
+        if (size > maxPayload / 2 && this.uploads !== undefined) break;
+      }
+      const staged = `answer-${nextUlid()}`;
+      await this.uploads!.stage(
+        staged,
+        (async function* () {
+          yield* head.splice(0);
+          for (let next = await pieces.next(); !next.done; next = await pieces.next()) yield next.value;
+        })(),
+      );
+      return { ...rest, body: undefined, staged };
+    } catch (err) {
+      this.logger.error({ err, shard }, 'shard RPC answer could not be staged');
+      // The handler stops writing (its exchange counts as aborted): an export's statement is closed.
+      await pieces.return?.(undefined);
+      return errorAnswer(new ApiError('service_unavailable', 'The node that owns this organization could not send its answer'), request);
+    }
   }
 }
 

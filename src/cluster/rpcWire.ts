@@ -28,6 +28,8 @@ export interface ForwardedAnswer {
   notOwner?: true;
   /** A body over the broker's max_payload (a large export) staged in the object store under this name instead of `body`. */
   staged?: string;
+  /** On the owner only, never sent: a streamed answer's pieces as its handler writes them (the RPC server stages them). */
+  stream?: AsyncIterable<Buffer>;
 }
 
 interface RequestHead {

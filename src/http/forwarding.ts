@@ -53,7 +53,10 @@ export function answerOf(response: InjectedResponse): ForwardedAnswer {
   for (const [name, value] of Object.entries(response.headers))
     if (!OWN_HEADERS.has(name) && !name.startsWith('x-ratelimit-')) headers[name] = value;
   const contentType = response.headers['content-type'];
-  return { status: response.status, headers, contentType, body: contentType === undefined ? undefined : response.body };
+  const body = contentType === undefined ? undefined : response.body;
+  return response.stream === undefined
+    ? { status: response.status, headers, contentType, body }
+    : { status: response.status, headers, contentType, body, stream: response.stream };
 }
 
 /** The answer as the front node's reply (it adds its own request id, rate-limit and keep-alive headers). */

@@ -10,6 +10,12 @@ export interface InjectedRequest {
   /** A body in one piece, or streamed (a forwarded upload): its chunks arrive as the server's reads let them (pause, resume). */
   body?: string | Buffer | AsyncIterable<Uint8Array>;
   remoteAddress?: string;
+  /**
+   * A streamed answer (an export) resolves at its first piece with `stream`, which yields the
+   * pieces as the handler writes them; the handler's writes push back (false, then onWritable)
+   * while the reader lags. Otherwise the pieces are kept until the answer's end.
+   */
+  streamAnswer?: boolean;
 }
 
 export interface InjectedResponse {
@@ -17,6 +23,73 @@ export interface InjectedResponse {
   /** Lower-cased names, as a client library would present them. */
   headers: Record<string, string>;
   body: string;
+  /** A streamed answer's pieces (with `streamAnswer`); `body` is then empty. */
+  stream?: AsyncIterable<Buffer>;
+}
+
+/** Bytes a streamed answer's reader may lag behind before the handler's writes push back. */
+const ANSWER_HIGH_WATER = 1024 * 1024;
+
+/**
+ * A streamed answer's pieces between the handler's writes and one reader: push says false once
+ * ANSWER_HIGH_WATER bytes wait, and `drained` is called when the reader has taken them below it.
+ */
+class AnswerPipe implements AsyncIterable<Buffer> {
+  private readonly pieces: Buffer[] = [];
+  private waiting = 0;
+  private ended = false;
+  private failed: Error | undefined;
+  private wake: (() => void) | undefined;
+  drained: (() => void) | undefined;
+  /** The reader left before the end: the handler must stop (as if its client went away). */
+  abandoned: (() => void) | undefined;
+
+  push(piece: string | Uint8Array): boolean {
+    const bytes = typeof piece === 'string' ? Buffer.from(piece, 'utf8') : Buffer.from(piece);
+    this.pieces.push(bytes);
+    this.waiting += bytes.byteLength;
+    this.wakeReader();
+    return this.waiting < ANSWER_HIGH_WATER;
+  }
+
+  end(): void {
+    this.ended = true;
+    this.wakeReader();
+  }
+
+  fail(err: Error): void {
+    this.failed = err;
+    this.wakeReader();
+  }
+
+  private wakeReader(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {
+    let read = false;
+    try {
+      for (;;) {
+        const piece = this.pieces.shift();
+        if (piece !== undefined) {
+          const before = this.waiting;
+          this.waiting -= piece.byteLength;
+          // The handler is told on a later turn: its onWritable handler writes again, into this pipe.
+          if (before >= ANSWER_HIGH_WATER && this.waiting < ANSWER_HIGH_WATER) setImmediate(() => this.drained?.());
+          yield piece;
+          continue;
+        }
+        if (this.failed !== undefined) throw this.failed;
+        if (this.ended) break;
+        await new Promise<void>((resolve) => (this.wake = resolve));
+      }
+      read = true;
+    } finally {
+      if (!read && !this.ended && this.failed === undefined) this.abandoned?.();
+    }
+  }
 }
 
 type Handler = (res: uWS.HttpResponse, req: uWS.HttpRequest) => void;
@@ -44,18 +117,32 @@ export function inject(handler: Handler, request: InjectedRequest): Promise<Inje
     let ended = false;
     const written: string[] = [];
     let onData: ((chunk: ArrayBuffer, isLast: boolean) => void) | undefined;
+    let pipe: AnswerPipe | undefined;
+    let onWritable: (() => boolean) | undefined;
+    let onAborted: (() => void) | undefined;
     let paused = false;
     let resumed: (() => void) | undefined;
     const finish = (text: string, contentLength: number) => {
       if (ended) throw new Error('the response was ended twice');
       ended = true;
       resumed?.();
+      if (pipe !== undefined) {
+        if (contentLength < 0) pipe.fail(new Error('the streamed answer was cut off'));
+        else {
+          if (text !== '') pipe.push(text);
+          pipe.end();
+        }
+        return;
+      }
       headers['content-length'] = String(contentLength);
       headers.uwebsockets = 'injected';
       resolve({ status, headers, body: text });
     };
     const res = {
-      onAborted: () => res,
+      onAborted(handler: () => void) {
+        onAborted = handler;
+        return res;
+      },
       onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void) {
         onData = handler;
         return res;
@@ -73,12 +160,25 @@ export function inject(handler: Handler, request: InjectedRequest): Promise<Inje
         headers[key] = headers[key] === undefined ? value : `${headers[key]}, ${value}`;
         return res;
       },
-      /** A streamed answer's pieces, kept until its end. */
+      /** A streamed answer's pieces: kept until its end, or (streamAnswer) handed to the reader as they come. */
       write(chunk: string) {
-        written.push(chunk);
-        return true;
+        if (request.streamAnswer !== true) {
+          written.push(chunk);
+          return true;
+        }
+        if (pipe === undefined) {
+          pipe = new AnswerPipe();
+          pipe.drained = () => onWritable?.();
+          pipe.abandoned = () => onAborted?.();
+          headers.uwebsockets = 'injected';
+          resolve({ status, headers, body: '', stream: pipe });
+        }
+        return pipe.push(chunk);
       },
-      onWritable: () => res,
+      onWritable(handler: () => boolean) {
+        onWritable = handler;
+        return res;
+      },
       pause() {
         paused = true;
       },
@@ -91,6 +191,10 @@ export function inject(handler: Handler, request: InjectedRequest): Promise<Inje
         return res;
       },
       end(text: string | undefined, _closeConnection?: boolean) {
+        if (pipe !== undefined) {
+          finish(text ?? '', 0);
+          return res;
+        }
         const out = written.join('') + (text ?? '');
         finish(out, Buffer.byteLength(out));
         return res;

@@ -58,6 +58,12 @@ export interface ReplyStream {
   close(): void;
 }
 
+/** A body whose pieces come from elsewhere (a forwarded answer staged in the object store): each piece awaited. */
+export interface AsyncReplyStream {
+  read(): Promise<Uint8Array | undefined>;
+  close(): void;
+}
+
 export interface Reply {
   status: number;
   body?: unknown;
@@ -70,7 +76,7 @@ export interface Reply {
   /** A prebuilt body (e.g. YAML, Prometheus text) sent as is with `contentType`. */
   text?: string;
   /** A body written piece by piece (with `contentType`), never held whole. */
-  stream?: ReplyStream;
+  stream?: ReplyStream | AsyncReplyStream;
   contentType?: string;
 }
 

@@ -99,7 +99,7 @@ interface Pending {
   /** A streamed request body (upload routes). */
   upload: UploadStream | undefined;
   /** A streamed answer being written (exports). */
-  stream: import('./route.js').ReplyStream | undefined;
+  stream: import('./route.js').ReplyStream | import('./route.js').AsyncReplyStream | undefined;
   /** Sent here by the front node that took it (shard RPC): that node charged its rate limit and writes its headers. */
   forwarded: boolean;
   /** The headers to send on should the request go to another node (cluster mode only). */
@@ -236,6 +236,8 @@ export class HttpServer {
       headers: request.headers,
       body: request.staged === undefined ? request.body : this.options.forwarding?.uploads.read(request.staged),
       remoteAddress: request.remoteAddress,
+      // A streamed answer (an export) comes back piece by piece, for the RPC server to stage as it is written.
+      streamAnswer: this.options.forwarding !== undefined,
     });
     return answerOf(response);
   }
@@ -455,24 +457,40 @@ export class HttpServer {
     const forwarded = forwardedRequest(p, method, request.rawQuery, { body });
     const forwarding = this.options.forwarding!;
     const answer = await forwarding.forward(shard, forwarded, method === 'GET');
-    if (answer.staged !== undefined) {
-      // An answer over the broker's max_payload (a large export): its body is in the object store.
-      try {
-        answer.body = (await forwarding.uploads.readAll(answer.staged)).toString('utf8');
-      } catch (err) {
-        const applied = method === 'GET' ? '' : '; the request may have been applied';
-        throw new ApiError(
-          'service_unavailable',
-          `The answer of the node that owns this organization could not be read (${(err as Error).message})${applied}`,
-          {
-            headers: { 'Retry-After': '2' },
-          },
-        );
-      } finally {
-        void forwarding.uploads.drop(answer.staged);
-      }
+    if (answer.staged === undefined) {
+      this.send(p, replyOf(answer), request.isHead);
+      return;
     }
-    this.send(p, replyOf(answer), request.isHead);
+    // An answer larger than the broker's max_payload (an export): its body is in the object store,
+    // streamed from there to the client. Its first piece is read before the headers go out, so a
+    // staged answer that cannot be read is still a 503.
+    const staged = answer.staged;
+    const pieces = forwarding.uploads.read(staged);
+    let first: IteratorResult<Uint8Array> | undefined;
+    try {
+      first = await pieces.next();
+    } catch (err) {
+      void forwarding.uploads.drop(staged);
+      const applied = method === 'GET' ? '' : '; the request may have been applied';
+      throw new ApiError(
+        'service_unavailable',
+        `The answer of the node that owns this organization could not be read (${(err as Error).message})${applied}`,
+        { headers: { 'Retry-After': '2' } },
+      );
+    }
+    const stream: import('./route.js').AsyncReplyStream = {
+      async read() {
+        const next = first ?? (await pieces.next());
+        first = undefined;
+        return next.done ? undefined : next.value;
+      },
+      close() {
+        void pieces.return(undefined).catch(() => undefined);
+        void forwarding.uploads.drop(staged);
+      },
+    };
+    if (p.aborted) stream.close();
+    else this.send(p, { ...replyOf(answer), stream }, request.isHead);
   }
 
   /**
@@ -640,7 +658,12 @@ export class HttpServer {
    * A streamed answer: headers, then pieces written while the socket takes them; when it does not,
    * the rest waits for `onWritable` (uWS backpressure), so a slow client holds one piece, not the body.
    */
-  private sendStream(p: Pending, reply: Reply, stream: import('./route.js').ReplyStream, closeConnection: boolean): void {
+  private sendStream(
+    p: Pending,
+    reply: Reply,
+    stream: import('./route.js').ReplyStream | import('./route.js').AsyncReplyStream,
+    closeConnection: boolean,
+  ): void {
     const res = p.res;
     p.stream = stream;
     const end = (status: number) => {
@@ -648,6 +671,14 @@ export class HttpServer {
       p.stream = undefined;
       this.finish(p, status);
     };
+    if ('read' in stream) {
+      res.cork(() => {
+        this.writeHead(p, reply, closeConnection);
+        res.writeHeader('Content-Type', reply.contentType ?? 'application/json');
+      });
+      void this.pumpAsync(p, stream, () => end(reply.status), closeConnection);
+      return;
+    }
     /** Writes until the socket pushes back (false) or the body ends (true). */
     const pump = (): boolean => {
       for (;;) {
@@ -680,6 +711,51 @@ export class HttpServer {
       return true;
     });
     res.cork(pump);
+  }
+
+  /**
+   * A streamed answer whose pieces are awaited (a forwarded answer read from the object store): each
+   * piece written corked, the next read only once the socket took the last (onWritable when it
+   * pushed back), so memory holds a piece, not the body. A read that fails after the headers can
+   * only cut the connection.
+   */
+  private async pumpAsync(
+    p: Pending,
+    stream: import('./route.js').AsyncReplyStream,
+    ended: () => void,
+    closeConnection: boolean,
+  ): Promise<void> {
+    const res = p.res;
+    let writable: (() => void) | undefined;
+    res.onWritable(() => {
+      writable?.();
+      writable = undefined;
+      return true;
+    });
+    try {
+      for (;;) {
+        const piece = await stream.read();
+        if (p.aborted) return;
+        if (piece === undefined) {
+          res.cork(() => res.end(undefined, closeConnection));
+          ended();
+          return;
+        }
+        let took = true;
+        res.cork(() => {
+          took = res.write(piece);
+        });
+        if (!took) await new Promise<void>((resolve) => (writable = resolve));
+        if (p.aborted) return;
+      }
+    } catch (err) {
+      if (p.aborted) return;
+      this.options.logger.error({ request_id: p.requestId, err }, 'forwarded answer stream failed');
+      stream.close();
+      p.stream = undefined;
+      this.finish(p, 500);
+      res.close();
+    }
   }
 
   /**
