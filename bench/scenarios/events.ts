@@ -1,5 +1,8 @@
+import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import type { RequestTemplate } from '../lib/loadSpec.js';
+import { StageLog } from '../lib/eventStages.js';
 import { checkComplete, EVENT_OPERATIONS, eventHead, openEventClients } from '../lib/eventStreams.js';
 import { fieldPlan, publish, SCAN_OPERATIONS, waitVisible } from '../lib/ingest.js';
 import type { CustomScenario } from '../lib/scenario.js';
@@ -31,12 +34,19 @@ function latencyScenario(transport: 'sse' | 'ws'): CustomScenario {
     needs: [...SCAN_OPERATIONS, ...EVENT_OPERATIONS],
     unit: 'reads/s',
     async run(ctx) {
+      // --stages: trackd again at LOG_LEVEL=debug, its batch and poll lines collected (eventStages.ts).
+      const stageLog = ctx.options.stages ? new StageLog() : undefined;
+      if (stageLog !== undefined) {
+        await ctx.restartTrackd({ LOG_LEVEL: 'debug' });
+        ctx.trackd.child.stdout!.on('data', (d: Buffer) => stageLog.take(d.toString()));
+      }
       const after = await eventHead(ctx);
       const clients = await openEventClients(ctx, {
         sse: transport === 'sse' ? 1 : 0,
         ws: transport === 'ws' ? 1 : 0,
         latencyClients: 1,
         after,
+        arrivals: stageLog !== undefined,
       });
       try {
         const messages = Math.max(20, Math.round(LATENCY_MSGS_PER_S * ctx.options.durationSeconds));
@@ -49,6 +59,11 @@ function latencyScenario(transport: 'sse' | 'ws'): CustomScenario {
         const got = await clients.finish(await eventHead(ctx));
         checkComplete(NAME, got);
         const visible = published.probes;
+        if (stageLog !== undefined)
+          fs.writeFileSync(
+            path.join(ctx.workDir, `stages-${NAME}.jsonl`),
+            `${[...stageLog.lines, ...(got.arrivals ?? []).map((a) => JSON.stringify({ arrival: a }))].join('\n')}\n`,
+          );
         return {
           trackd: {
             rate: Math.round((messages * READS) / published.seconds),
@@ -64,11 +79,15 @@ function latencyScenario(transport: 'sse' | 'ws'): CustomScenario {
             visible_p50_ms: visible?.p50 ?? NaN,
             visible_p99_ms: visible?.p99 ?? NaN,
             p99_over_visible_p99: visible === undefined ? NaN : Math.round((got.latency.p99 / visible.p99) * 100) / 100,
+            publish_ack_p50_ms: published.ack.p50,
+            publish_ack_p99_ms: published.ack.p99,
             load_average_1m: load,
+            ...stageLog?.stages(got.arrivals ?? []),
           },
         };
       } finally {
         await clients.stop();
+        if (stageLog !== undefined) await ctx.restartTrackd();
       }
     },
   };

@@ -1,4 +1,5 @@
 import type { Authenticator, Principal } from '../auth/authenticator.js';
+import type { Logger } from '../log.js';
 import type { Shard } from '../shards/shard.js';
 import { envelopeJson, type EventRow } from './envelope.js';
 import type { EventFilter } from './filters.js';
@@ -99,6 +100,19 @@ export function sseFrameBytes(row: EventRow): Uint8Array {
 const sseFrames = new WeakMap<EventRow, Uint8Array>();
 const closeFrame = (reason: CloseReason, cursor: number) => `event: close\ndata: {"reason":"${reason}","resume_after":${cursor}}\n\n`;
 
+/**
+ * The debug line of a poll that fed streams (`bench/probes/eventStages.ts` joins it with the scan
+ * batches' lines): when the rows were written, when the last commit with events before the read
+ * ran (the shard's clock in shared memory), and each event time (occurred_at, ms) with its count.
+ */
+export function streamedTrace(logger: Logger): (orgId: number, rows: readonly EventRow[], at: number, committedAt: number) => void {
+  return (orgId, rows, at, committedAt) => {
+    const counts = new Map<number, number>();
+    for (const row of rows) counts.set(row.occurred_at, (counts.get(row.occurred_at) ?? 0) + 1);
+    logger.debug({ org: orgId, written_at: at, committed_at: committedAt, occurred: [...counts] }, 'events streamed');
+  };
+}
+
 /** A Server-Sent Events response as a subscriber's sink. */
 export function sseSink(raw: TextSink): StreamSink {
   return {
@@ -126,6 +140,8 @@ export class EventHub {
     private readonly options: HubOptions = DEFAULT_HUB_OPTIONS,
     /** Told each stream the server ends, with why (the metrics count them). */
     private readonly onClosed: (reason: CloseReason) => void = () => {},
+    /** Told each poll's rows once they were handed to the org's streams (LOG_LEVEL=debug: where an event's latency goes). */
+    private readonly onFed?: (orgId: number, rows: readonly EventRow[], at: number, committedAt: number) => void,
   ) {}
 
   /** Starts streaming to `sink` after `cursor`; returns the function that detaches it (client gone). */
@@ -199,7 +215,9 @@ export class EventHub {
   }
 
   private feed(orgId: number, subs: Subscriber[], now: number, heartbeat: boolean): void {
-    const s = eventReads(subs[0]!.shard);
+    const shard = subs[0]!.shard;
+    const committedAt = this.onFed === undefined ? 0 : shard.generations.lastEventsAt();
+    const s = eventReads(shard);
     const head = (s.head.get(orgId) as number | undefined) ?? 0;
     let from = Number.POSITIVE_INFINITY;
     for (const sub of subs) {
@@ -229,6 +247,7 @@ export class EventHub {
       const batch = rows;
       sub.sink.cork(() => this.deliver(sub, batch, now));
     }
+    if (this.onFed !== undefined && rows.length > 0) this.onFed(orgId, rows, Date.now(), committedAt);
   }
 
   /** Hands `rows` after the subscriber's cursor over, in order, until its client stops taking them. */

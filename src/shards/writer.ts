@@ -43,6 +43,8 @@ export class ShardWriter {
   private readonly ids = new Map<IdEntity, { next: number; end: number }>();
   /** The running command's time (its message's `now`): commands read the clock only through this. */
   now = 0;
+  /** A command appended events (events/log.ts) since the last publish: the next one wakes the event streams. */
+  eventsAppended = false;
   private readonly afterCommand: (() => void)[] = [];
   /** The writer's own statements (rounds, the journal position), prepared once. */
   private readonly statements: StatementCache;
@@ -134,6 +136,10 @@ export class ShardWriter {
   publish(staged: Staged): void {
     if (staged.record !== undefined) this.sink?.(staged.record);
     if (staged.effects !== undefined) this.generations.bump(staged.effects);
+    if (this.eventsAppended) {
+      this.eventsAppended = false;
+      this.generations.eventsCommitted(Date.now());
+    }
   }
 
   /** Opens a round: the commands staged until `commit` or `rollback` commit together or not at all. */
