@@ -71,6 +71,8 @@ interface Subscriber {
 }
 
 const BATCH = 500;
+/** A shard's wait for commits is renewed this often (and ends within it once the thread no longer streams from it). */
+const WATCH_TIMEOUT_MS = 1_000;
 
 /**
  * The time to the next poll. A poll that finds events costs a send (a syscall, at the connection's
@@ -134,6 +136,10 @@ export class EventHub {
   private readonly subscribers = new Set<Subscriber>();
   private timer: NodeJS.Timeout | undefined;
   private lastHeartbeat = Date.now();
+  /** Streams per shard, and the shards whose commits this thread waits on (one wait each while it streams from them). */
+  private readonly streamsOf = new Map<Shard, number>();
+  private readonly watched = new Set<Shard>();
+  private waking = false;
 
   constructor(
     private readonly authenticator: Authenticator,
@@ -148,9 +154,51 @@ export class EventHub {
   add(shard: Shard, principal: Principal, filter: EventFilter, cursor: number, sink: StreamSink): () => void {
     const sub: Subscriber = { orgId: principal.orgId, shard, principal, filter, cursor, sink, blockedSince: undefined, closed: false };
     this.subscribers.add(sub);
+    this.streamsOf.set(shard, (this.streamsOf.get(shard) ?? 0) + 1);
+    this.watch(shard);
     this.tick();
     this.schedule();
     return () => this.detach(sub);
+  }
+
+  /**
+   * Waits for the shard's commits that append events (a counter in shared memory the shard's
+   * thread notifies after each, `ShardGenerations.eventsCommitted`) and polls at once when one
+   * lands, instead of at the next poll: while the thread holds few streams their events leave
+   * as soon as they are committed. Ends when the thread no longer streams from the shard.
+   */
+  private watch(shard: Shard): void {
+    if (this.watched.has(shard)) return;
+    this.watched.add(shard);
+    void (async () => {
+      for (;;) {
+        if ((this.streamsOf.get(shard) ?? 0) === 0) {
+          this.watched.delete(shard);
+          return;
+        }
+        const seen = shard.generations.eventsGeneration();
+        await shard.generations.eventsAfter(seen, WATCH_TIMEOUT_MS);
+        if (shard.generations.eventsGeneration() !== seen) this.wake();
+      }
+    })();
+  }
+
+  /**
+   * A poll now (once per turn of the event loop, however many shards committed), then the timer
+   * again from it. Not with many streams: there the spaced poll is what keeps a client's events
+   * of a span in one send (pollInterval).
+   */
+  private wake(): void {
+    if (this.waking || this.subscribers.size === 0 || this.subscribers.size > this.options.fewStreams) return;
+    this.waking = true;
+    setImmediate(() => {
+      this.waking = false;
+      if (this.subscribers.size === 0) return;
+      if (this.timer !== undefined) clearTimeout(this.timer);
+      this.timer = undefined;
+      this.tick();
+      this.schedule();
+    });
   }
 
   /** Open streams on this thread. */
@@ -173,7 +221,10 @@ export class EventHub {
 
   private detach(sub: Subscriber): void {
     sub.closed = true;
-    this.subscribers.delete(sub);
+    if (!this.subscribers.delete(sub)) return;
+    const left = (this.streamsOf.get(sub.shard) ?? 1) - 1;
+    if (left === 0) this.streamsOf.delete(sub.shard);
+    else this.streamsOf.set(sub.shard, left);
     if (this.subscribers.size === 0 && this.timer !== undefined) {
       clearTimeout(this.timer);
       this.timer = undefined;
