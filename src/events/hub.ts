@@ -71,6 +71,8 @@ interface Subscriber {
 }
 
 const BATCH = 500;
+/** Most reads of BATCH rows per organization and poll (a backlog of more waits for the next poll). */
+const READS_PER_POLL = 10;
 /** A shard's wait for commits is renewed this often (and ends within it once the thread no longer streams from it). */
 const WATCH_TIMEOUT_MS = 1_000;
 
@@ -285,20 +287,28 @@ export class EventHub {
     }
     if (from === Number.POSITIVE_INFINITY) return;
     const oldest = (s.oldest.get(orgId) as number | null) ?? head + 1;
-    let rows = s.after.all(orgId, from, BATCH) as EventRow[];
-    for (const sub of subs) {
-      if (sub.closed || sub.blockedSince !== undefined || sub.cursor >= head) continue;
-      if (sub.cursor + 1 < oldest) {
-        this.close(sub, 'cursor_expired');
-        continue;
+    for (let read = 1; ; read++) {
+      let rows = s.after.all(orgId, from, BATCH) as EventRow[];
+      for (const sub of subs) {
+        if (sub.closed || sub.blockedSince !== undefined || sub.cursor >= head) continue;
+        if (sub.cursor + 1 < oldest) {
+          this.close(sub, 'cursor_expired');
+          continue;
+        }
+        if (rows.length > 0 && rows[0]!.seq > sub.cursor + 1) rows = s.after.all(orgId, sub.cursor, BATCH) as EventRow[];
+        // One send per client and read, however many events it takes: with many clients the sends
+        // (a syscall each) are what the HTTP threads spend their time on.
+        const batch = rows;
+        sub.sink.cork(() => this.deliver(sub, batch, now));
       }
-      if (rows.length > 0 && rows[0]!.seq > sub.cursor + 1) rows = s.after.all(orgId, sub.cursor, BATCH) as EventRow[];
-      // One send per client and poll, however many events it takes: with many clients the sends
-      // (a syscall each) are what the HTTP threads spend their time on.
-      const batch = rows;
-      sub.sink.cork(() => this.deliver(sub, batch, now));
+      if (this.onFed !== undefined && rows.length > 0) this.onFed(orgId, rows, Date.now(), committedAt);
+      // A full read: there is more (one scan batch can commit thousands of events at once), read on
+      // now rather than at the next poll, from the least advanced client still taking them.
+      if (rows.length < BATCH || read === READS_PER_POLL) return;
+      from = Number.POSITIVE_INFINITY;
+      for (const sub of subs) if (!sub.closed && sub.blockedSince === undefined && sub.cursor < head) from = Math.min(from, sub.cursor);
+      if (from === Number.POSITIVE_INFINITY) return;
     }
-    if (this.onFed !== undefined && rows.length > 0) this.onFed(orgId, rows, Date.now(), committedAt);
   }
 
   /** Hands `rows` after the subscriber's cursor over, in order, until its client stops taking them. */

@@ -75,6 +75,11 @@ export class EventLog {
     this.shard.eventsAppended = true;
   }
 
+  /** After the transaction of a command that commits itself (a scan batch): the streams are woken before its after-commit work. */
+  committed(): void {
+    this.shard.eventsVisible();
+  }
+
   /** A location and its ancestors, root first, as the tree stands in this transaction. */
   chain(locationId: number): NodeRef[] {
     const epoch = this.s.epoch.get() as number;

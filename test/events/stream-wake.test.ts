@@ -3,17 +3,19 @@
  * threads after each commit that appended events (a counter in shared memory), and a thread with
  * few streams polls at once. Here the poll is stretched to ten minutes (TRACKD_TEST_EVENT_POLL_MS),
  * so only the wake can bring these events: a scan's move and an HTTP write's event, over Server-Sent
- * Events and a WebSocket subscription, on both HTTP threads.
+ * Events and a WebSocket subscription, on both HTTP threads; and one commit of more events than a
+ * poll reads at once (500): the poll reads on until it has them all.
  */
 process.env.TRACKD_TEST_EVENT_POLL_MS = '600000';
 
 import t from 'tap';
 import { mustOpen } from '../helpers/eventSocket.js';
+import { drained, publish, scanBody } from '../helpers/scans.js';
 import { allEvents } from '../helpers/events.js';
 import { openStream } from '../helpers/sse.js';
 import { streamFixture } from '../helpers/streamFixture.js';
 
-const { trackd, admin, post, scan } = await streamFixture(t, 'Wake');
+const { trackd, org, admin, nc, post, scan } = await streamFixture(t, 'Wake');
 await post('/api/v1/locations', { external_key: 'K-DOCK', name: 'Dock' });
 await post('/api/v1/locations', { external_key: 'K-YARD', name: 'Yard' });
 await post('/api/v1/assets', { external_key: 'K-A1', name: 'A1', tags: [{ tag_type: 'rfid', value: 'KA1' }] });
@@ -50,4 +52,33 @@ t.test('with the poll at ten minutes, committed events still reach every stream'
     );
   for (const stream of streams) stream.close();
   for (const socket of sockets) await socket.close();
+});
+
+t.test('one commit of 600 moves: the woken poll reads on past its 500 rows and delivers them all', async (t) => {
+  const tags = Array.from({ length: 600 }, (_, i) => `KB${i}`);
+  for (const value of tags) await post('/api/v1/assets', { name: value, tags: [{ tag_type: 'rfid', value }] });
+  const start = await head();
+  const stream = await openStream(trackd, { token: admin });
+  // One scan message with 600 reads: one batch, one commit, 600 first placements.
+  await publish(
+    nc,
+    `scans.${org.id}.fixed`,
+    scanBody(
+      'K-DOCK',
+      tags.map((v) => `rfid:${v}`),
+      new Date(),
+    ),
+  );
+  await drained(nc);
+  const got = await stream.waitFor(600);
+  t.same(
+    got.map((e) => e.seq),
+    Array.from({ length: 600 }, (_, i) => start + i + 1),
+    'all 600, in order, without another poll',
+  );
+  t.ok(
+    got.every((e) => e.type === 'asset.moved'),
+    'moves',
+  );
+  stream.close();
 });
