@@ -1,5 +1,5 @@
 import type { LoadResult, LoadSpec, RequestTemplate } from './loadSpec.js';
-import type { OpenLoopSpec } from './openLoop.js';
+import type { OpenLoopResult, OpenLoopSpec } from './openLoop.js';
 import { runJsonProcess, writeSpec } from './processes.js';
 import type { BenchContext, Figure } from './scenario.js';
 import { figureOf } from './results.js';
@@ -72,7 +72,7 @@ export async function openLoopFigure(
   requests: RequestTemplate[],
   ratePerSecond: number,
   durationSeconds = ctx.options.durationSeconds,
-): Promise<Figure & { notOk: number; unexpected: Record<string, number> }> {
+): Promise<Figure & { notOk: number; unexpected: Record<string, number>; sentP99: number; maxBehindMs: number }> {
   const spec: OpenLoopSpec = {
     url: ctx.trackd.url,
     connections: ctx.options.connections,
@@ -82,7 +82,13 @@ export async function openLoopFigure(
     requests,
     ratePerSecond,
   };
-  const result = await runJsonProcess<LoadResult>('lib/openLoop.js', [writeSpec(ctx.workDir, 'open-loop', spec)]);
+  const result = await runJsonProcess<OpenLoopResult>('lib/openLoop.js', [writeSpec(ctx.workDir, 'open-loop', spec)]);
   if (result.requests === 0) throw new Error(`no response from ${ctx.trackd.url} (errors ${result.errors})`);
-  return { ...figureOf(result), notOk: result.notOk + result.errors, unexpected: result.unexpected };
+  return {
+    ...figureOf(result),
+    notOk: result.notOk + result.errors,
+    unexpected: result.unexpected,
+    sentP99: result.sent_latency.p99,
+    maxBehindMs: result.max_behind_ms,
+  };
 }

@@ -10,11 +10,17 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import { specArg } from './args.js';
-import { summarize, type LoadResult, type LoadSpec } from './loadSpec.js';
+import { summarize, type LatencySummary, type LoadResult, type LoadSpec } from './loadSpec.js';
 
 export interface OpenLoopSpec extends Omit<LoadSpec, 'generator'> {
   /** Requests offered per second. */
   ratePerSecond: number;
+}
+
+/** What the open loop reports beyond a LoadResult: latency from the actual send, and how far the generator fell behind its schedule. */
+export interface OpenLoopResult extends LoadResult {
+  sent_latency: LatencySummary;
+  max_behind_ms: number;
 }
 
 const spec = JSON.parse(fs.readFileSync(specArg(), 'utf8')) as OpenLoopSpec;
@@ -27,18 +33,24 @@ spec.requests.forEach((r, i) => {
 const pick = <T>(items: T[]): T => items[(Math.random() * items.length) | 0]!;
 
 let samples = new Float64Array(1 << 16);
+let sentSamples = new Float64Array(1 << 16);
 let count = 0;
+let maxBehindMs = 0;
 let ok = 0;
 let notOk = 0;
 let errors = 0;
 const unexpected: Record<string, number> = {};
 
-function record(status: number, ms: number): void {
+function record(status: number, ms: number, sentMs: number): void {
   if (count === samples.length) {
     const bigger = new Float64Array(samples.length * 2);
     bigger.set(samples);
     samples = bigger;
+    const biggerSent = new Float64Array(sentSamples.length * 2);
+    biggerSent.set(sentSamples);
+    sentSamples = biggerSent;
   }
+  sentSamples[count] = sentMs;
   samples[count++] = ms;
   if (status >= 200 && status < 300) ok++;
   else {
@@ -50,6 +62,8 @@ function record(status: number, ms: number): void {
 /** Sends one request due at `due` (performance.now()); records its latency from then when `measured`. */
 function send(due: number, measured: boolean): Promise<void> {
   const template = spec.requests[pick(table)]!;
+  const sent = performance.now();
+  if (measured) maxBehindMs = Math.max(maxBehindMs, sent - due);
   const headers: Record<string, string> = template.anonymous ? {} : { authorization: `Bearer ${pick(spec.tokens)}` };
   return new Promise((resolve) => {
     const req = http.request(
@@ -57,7 +71,8 @@ function send(due: number, measured: boolean): Promise<void> {
       (res) => {
         res.resume();
         res.on('end', () => {
-          if (measured) record(res.statusCode ?? 0, performance.now() - due);
+          const end = performance.now();
+          if (measured) record(res.statusCode ?? 0, end - due, end - sent);
           resolve();
         });
       },
@@ -87,10 +102,12 @@ async function offer(seconds: number, measured: boolean): Promise<number> {
 
 if (spec.warmupSeconds > 0) await offer(spec.warmupSeconds, false);
 const seconds = await offer(spec.durationSeconds, true);
-const out: LoadResult = {
+const out: OpenLoopResult = {
   requests: count,
   rate: Math.round(count / seconds),
   latency: summarize(samples, count),
+  sent_latency: summarize(sentSamples, count),
+  max_behind_ms: Math.round(maxBehindMs * 10) / 10,
   ok,
   notOk,
   unexpected,
