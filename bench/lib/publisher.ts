@@ -107,7 +107,7 @@ while (!generator.done && failure === undefined) {
   const sentAt = performance.now();
   sent++;
   inFlight++;
-  js.publish(message.subject, message.body, { headers: h }).then(
+  js.publish(message.subject, message.body, { headers: h, timeout: 30_000 }).then(
     () => {
       ackLatencies.push(performance.now() - sentAt);
       inFlight--;
