@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { ROOT } from './processes.js';
 import type { BenchOptions } from './scenario.js';
 
-const USAGE = `usage: npm run bench -- [--size tiny|small|large] [--only s1,s2] [--runs N] [--duration S] [--warmup S] [--connections N] [--out FILE] [--keep] [--reuse DIR] [--profile] [--generator auto|autocannon] [--compare s1,s2] [--bulk-rows N]`;
+const USAGE = `usage: npm run bench -- [--size tiny|small|large] [--only s1,s2] [--runs N] [--duration S] [--warmup S] [--connections N] [--out FILE] [--keep] [--reuse DIR] [--profile] [--stages] [--generator auto|autocannon] [--compare s1,s2] [--bulk-rows N]`;
 
 export function parseOptions(argv: string[]): BenchOptions {
   const { values } = parseArgs({
@@ -21,6 +21,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       keep: { type: 'boolean' },
       reuse: { type: 'string' },
       profile: { type: 'boolean' },
+      stages: { type: 'boolean' },
       generator: { type: 'string', default: 'auto' },
       'bulk-rows': { type: 'string' },
       help: { type: 'boolean' },
@@ -52,6 +53,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     keep: values.keep ?? false,
     reuse: values.reuse === undefined ? undefined : path.resolve(values.reuse),
     profile: values.profile ?? false,
+    stages: values.stages ?? false,
     generator: values.generator === 'autocannon' ? 'autocannon' : 'auto',
     out: path.resolve(values.out ?? path.join(ROOT, 'bench', 'results', 'latest.json')),
   };

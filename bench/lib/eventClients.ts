@@ -26,6 +26,8 @@ export interface EventClientsSpec {
   latencyClients: number;
   /** How long to wait for the last events after `until` is known. */
   timeoutMs: number;
+  /** Report `arrivals` (the stage breakdown, eventStages.ts): for each event time, its first arrival and its events. */
+  arrivals?: boolean;
 }
 
 export interface EventClientsResult {
@@ -42,6 +44,8 @@ export interface EventClientsResult {
   /** CPU this process used from the moment every client was open to the last event, in cores. */
   busy_cores: number;
   latency: { p50: number; p99: number; max: number; mean: number; count: number };
+  /** With `arrivals`: [occurred_at ms, first arrival ms, events] over the measured clients. */
+  arrivals?: [number, number, number][];
 }
 
 interface Client {
@@ -55,6 +59,7 @@ const spec = JSON.parse(fs.readFileSync(specArg(), 'utf8')) as EventClientsSpec;
 const clients: Client[] = [];
 const latencies = new Float64Array(4_000_000);
 let latencyCount = 0;
+const arrivals = new Map<number, [number, number]>();
 const SEQ = /"seq":(\d+)/;
 const OCCURRED = /"occurred_at":"([^"]+)"/;
 
@@ -64,7 +69,13 @@ function receive(client: Client, seq: number, text: string | undefined, at: numb
   client.received++;
   if (text === undefined || latencyCount >= latencies.length) return;
   const occurred = OCCURRED.exec(text);
-  if (occurred !== null) latencies[latencyCount++] = at - Date.parse(occurred[1]!);
+  if (occurred === null) return;
+  const time = Date.parse(occurred[1]!);
+  latencies[latencyCount++] = at - time;
+  if (!spec.arrivals) return;
+  const seen = arrivals.get(time);
+  if (seen === undefined) arrivals.set(time, [at, 1]);
+  else seen[1]++;
 }
 
 function openSse(measure: boolean): Promise<Client> {
@@ -154,6 +165,7 @@ const result: EventClientsResult = {
   closed_early: clients.filter((c) => c.closed).length,
   busy_cores: Math.round(busyCores * 100) / 100,
   latency: { ...summarize(latencies, latencyCount), count: latencyCount },
+  arrivals: spec.arrivals ? [...arrivals].map(([time, [at, events]]) => [time, at, events]) : undefined,
 };
 process.stdout.write(`${JSON.stringify({ result })}\n`);
 process.exit(0);

@@ -21,7 +21,7 @@ export interface OpenClients {
 
 export async function openEventClients(
   ctx: BenchContext,
-  clients: Pick<EventClientsSpec, 'sse' | 'ws' | 'latencyClients' | 'after'>,
+  clients: Pick<EventClientsSpec, 'sse' | 'ws' | 'latencyClients' | 'after' | 'arrivals'>,
 ): Promise<OpenClients> {
   const spec: EventClientsSpec = { url: ctx.trackd.url, token: ctx.tokens[0]!, timeoutMs: 30_000, ...clients };
   const child = spawn(process.execPath, [path.join(BENCH_DIST, 'lib/eventClients.js'), writeSpec(ctx.workDir, 'event-clients', spec)], {

@@ -1,4 +1,5 @@
 import type { LoadResult, LoadSpec, RequestTemplate } from './loadSpec.js';
+import type { OpenLoopResult, OpenLoopSpec } from './openLoop.js';
 import { runJsonProcess, writeSpec } from './processes.js';
 import type { BenchContext, Figure } from './scenario.js';
 import { figureOf } from './results.js';
@@ -63,4 +64,31 @@ export async function trackdLoad(
   }
   for (const k of Object.keys(busyCores)) busyCores[k] = Math.round(busyCores[k]! * 1000) / 1000;
   return { ...figure, busyCores };
+}
+
+/** Reads offered at a fixed rate (open loop, `openLoop.ts`, its own process): latency from each request's due time. */
+export async function openLoopFigure(
+  ctx: BenchContext,
+  requests: RequestTemplate[],
+  ratePerSecond: number,
+  durationSeconds = ctx.options.durationSeconds,
+): Promise<Figure & { notOk: number; unexpected: Record<string, number>; sentP99: number; maxBehindMs: number }> {
+  const spec: OpenLoopSpec = {
+    url: ctx.trackd.url,
+    connections: ctx.options.connections,
+    durationSeconds,
+    warmupSeconds: ctx.options.warmupSeconds,
+    tokens: ctx.tokens,
+    requests,
+    ratePerSecond,
+  };
+  const result = await runJsonProcess<OpenLoopResult>('lib/openLoop.js', [writeSpec(ctx.workDir, 'open-loop', spec)]);
+  if (result.requests === 0) throw new Error(`no response from ${ctx.trackd.url} (errors ${result.errors})`);
+  return {
+    ...figureOf(result),
+    notOk: result.notOk + result.errors,
+    unexpected: result.unexpected,
+    sentP99: result.sent_latency.p99,
+    maxBehindMs: result.max_behind_ms,
+  };
 }

@@ -30,6 +30,8 @@ export interface PublishResult {
   /** Paced runs: the furthest a publish fell behind its due time. */
   max_behind_ms: number;
   probes?: { p50: number; p99: number; max: number; mean: number; count: number };
+  /** Publish to the stream's ack, ms. */
+  ack: { p50: number; p99: number; max: number; mean: number };
 }
 
 const spec = JSON.parse(fs.readFileSync(specArg(), 'utf8')) as PublishSpec;
@@ -84,6 +86,7 @@ let nextProbe = started;
 let inFlight = 0;
 let sent = 0;
 let published = 0;
+const ackLatencies: number[] = [];
 let last: ScanMessage | undefined;
 let failure: unknown;
 let wake: (() => void) | undefined;
@@ -104,8 +107,9 @@ while (!generator.done && failure === undefined) {
   const sentAt = performance.now();
   sent++;
   inFlight++;
-  js.publish(message.subject, message.body, { headers: h }).then(
+  js.publish(message.subject, message.body, { headers: h, timeout: 30_000 }).then(
     () => {
+      ackLatencies.push(performance.now() - sentAt);
       inFlight--;
       published++;
       wake?.();
@@ -134,6 +138,7 @@ const result: PublishResult = {
   rate: Math.round(published / seconds),
   last: { asset: last!.asset, observedAt: last!.observedAt },
   max_behind_ms: Number(maxBehindMs.toFixed(1)),
+  ack: summarize(Float64Array.from(ackLatencies), ackLatencies.length),
 };
 if (probeLatencies.length > 0)
   result.probes = { ...summarize(Float64Array.from(probeLatencies), probeLatencies.length), count: probeLatencies.length };

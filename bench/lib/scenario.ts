@@ -16,6 +16,8 @@ export interface BenchOptions {
   reuse?: string;
   /** Run trackd under --cpu-prof (profiles in bench/results/). */
   profile: boolean;
+  /** The event latency scenarios split each event's latency into stages (trackd at LOG_LEVEL=debug; bench/lib/eventStages.ts). */
+  stages: boolean;
   /** 'auto': wrk when installed, else autocannon (which takes fractional seconds, for the tiny test). */
   generator: 'auto' | 'autocannon';
   keys: number;

@@ -1,4 +1,5 @@
 import type { Authenticator, Principal } from '../auth/authenticator.js';
+import type { Logger } from '../log.js';
 import type { Shard } from '../shards/shard.js';
 import { envelopeJson, type EventRow } from './envelope.js';
 import type { EventFilter } from './filters.js';
@@ -70,6 +71,10 @@ interface Subscriber {
 }
 
 const BATCH = 500;
+/** Most reads of BATCH rows per organization and poll (a backlog of more waits for the next poll). */
+const READS_PER_POLL = 10;
+/** A shard's wait for commits is renewed this often (and ends within it once the thread no longer streams from it). */
+const WATCH_TIMEOUT_MS = 1_000;
 
 /**
  * The time to the next poll. A poll that finds events costs a send (a syscall, at the connection's
@@ -99,6 +104,19 @@ export function sseFrameBytes(row: EventRow): Uint8Array {
 const sseFrames = new WeakMap<EventRow, Uint8Array>();
 const closeFrame = (reason: CloseReason, cursor: number) => `event: close\ndata: {"reason":"${reason}","resume_after":${cursor}}\n\n`;
 
+/**
+ * The debug line of a poll that fed streams (`bench/probes/eventStages.ts` joins it with the scan
+ * batches' lines): when the rows were written, when the last commit with events before the read
+ * ran (the shard's clock in shared memory), and each event time (occurred_at, ms) with its count.
+ */
+export function streamedTrace(logger: Logger): (orgId: number, rows: readonly EventRow[], at: number, committedAt: number) => void {
+  return (orgId, rows, at, committedAt) => {
+    const counts = new Map<number, number>();
+    for (const row of rows) counts.set(row.occurred_at, (counts.get(row.occurred_at) ?? 0) + 1);
+    logger.debug({ org: orgId, written_at: at, committed_at: committedAt, occurred: [...counts] }, 'events streamed');
+  };
+}
+
 /** A Server-Sent Events response as a subscriber's sink. */
 export function sseSink(raw: TextSink): StreamSink {
   return {
@@ -120,21 +138,69 @@ export class EventHub {
   private readonly subscribers = new Set<Subscriber>();
   private timer: NodeJS.Timeout | undefined;
   private lastHeartbeat = Date.now();
+  /** Streams per shard, and the shards whose commits this thread waits on (one wait each while it streams from them). */
+  private readonly streamsOf = new Map<Shard, number>();
+  private readonly watched = new Set<Shard>();
+  private waking = false;
 
   constructor(
     private readonly authenticator: Authenticator,
     private readonly options: HubOptions = DEFAULT_HUB_OPTIONS,
     /** Told each stream the server ends, with why (the metrics count them). */
     private readonly onClosed: (reason: CloseReason) => void = () => {},
+    /** Told each poll's rows once they were handed to the org's streams (LOG_LEVEL=debug: where an event's latency goes). */
+    private readonly onFed?: (orgId: number, rows: readonly EventRow[], at: number, committedAt: number) => void,
   ) {}
 
   /** Starts streaming to `sink` after `cursor`; returns the function that detaches it (client gone). */
   add(shard: Shard, principal: Principal, filter: EventFilter, cursor: number, sink: StreamSink): () => void {
     const sub: Subscriber = { orgId: principal.orgId, shard, principal, filter, cursor, sink, blockedSince: undefined, closed: false };
     this.subscribers.add(sub);
+    this.streamsOf.set(shard, (this.streamsOf.get(shard) ?? 0) + 1);
+    this.watch(shard);
     this.tick();
     this.schedule();
     return () => this.detach(sub);
+  }
+
+  /**
+   * Waits for the shard's commits that append events (a counter in shared memory the shard's
+   * thread notifies after each, `ShardGenerations.eventsCommitted`) and polls at once when one
+   * lands, instead of at the next poll: while the thread holds few streams their events leave
+   * as soon as they are committed. Ends when the thread no longer streams from the shard.
+   */
+  private watch(shard: Shard): void {
+    if (this.watched.has(shard)) return;
+    this.watched.add(shard);
+    void (async () => {
+      for (;;) {
+        if ((this.streamsOf.get(shard) ?? 0) === 0) {
+          this.watched.delete(shard);
+          return;
+        }
+        const seen = shard.generations.eventsGeneration();
+        await shard.generations.eventsAfter(seen, WATCH_TIMEOUT_MS);
+        if (shard.generations.eventsGeneration() !== seen) this.wake();
+      }
+    })();
+  }
+
+  /**
+   * A poll now (once per turn of the event loop, however many shards committed), then the timer
+   * again from it. Not with many streams: there the spaced poll is what keeps a client's events
+   * of a span in one send (pollInterval).
+   */
+  private wake(): void {
+    if (this.waking || this.subscribers.size === 0 || this.subscribers.size > this.options.fewStreams) return;
+    this.waking = true;
+    setImmediate(() => {
+      this.waking = false;
+      if (this.subscribers.size === 0) return;
+      if (this.timer !== undefined) clearTimeout(this.timer);
+      this.timer = undefined;
+      this.tick();
+      this.schedule();
+    });
   }
 
   /** Open streams on this thread. */
@@ -157,7 +223,10 @@ export class EventHub {
 
   private detach(sub: Subscriber): void {
     sub.closed = true;
-    this.subscribers.delete(sub);
+    if (!this.subscribers.delete(sub)) return;
+    const left = (this.streamsOf.get(sub.shard) ?? 1) - 1;
+    if (left === 0) this.streamsOf.delete(sub.shard);
+    else this.streamsOf.set(sub.shard, left);
     if (this.subscribers.size === 0 && this.timer !== undefined) {
       clearTimeout(this.timer);
       this.timer = undefined;
@@ -199,7 +268,9 @@ export class EventHub {
   }
 
   private feed(orgId: number, subs: Subscriber[], now: number, heartbeat: boolean): void {
-    const s = eventReads(subs[0]!.shard);
+    const shard = subs[0]!.shard;
+    const committedAt = this.onFed === undefined ? 0 : shard.generations.lastEventsAt();
+    const s = eventReads(shard);
     const head = (s.head.get(orgId) as number | undefined) ?? 0;
     let from = Number.POSITIVE_INFINITY;
     for (const sub of subs) {
@@ -216,18 +287,27 @@ export class EventHub {
     }
     if (from === Number.POSITIVE_INFINITY) return;
     const oldest = (s.oldest.get(orgId) as number | null) ?? head + 1;
-    let rows = s.after.all(orgId, from, BATCH) as EventRow[];
-    for (const sub of subs) {
-      if (sub.closed || sub.blockedSince !== undefined || sub.cursor >= head) continue;
-      if (sub.cursor + 1 < oldest) {
-        this.close(sub, 'cursor_expired');
-        continue;
+    for (let read = 1; ; read++) {
+      let rows = s.after.all(orgId, from, BATCH) as EventRow[];
+      for (const sub of subs) {
+        if (sub.closed || sub.blockedSince !== undefined || sub.cursor >= head) continue;
+        if (sub.cursor + 1 < oldest) {
+          this.close(sub, 'cursor_expired');
+          continue;
+        }
+        if (rows.length > 0 && rows[0]!.seq > sub.cursor + 1) rows = s.after.all(orgId, sub.cursor, BATCH) as EventRow[];
+        // One send per client and read, however many events it takes: with many clients the sends
+        // (a syscall each) are what the HTTP threads spend their time on.
+        const batch = rows;
+        sub.sink.cork(() => this.deliver(sub, batch, now));
       }
-      if (rows.length > 0 && rows[0]!.seq > sub.cursor + 1) rows = s.after.all(orgId, sub.cursor, BATCH) as EventRow[];
-      // One send per client and poll, however many events it takes: with many clients the sends
-      // (a syscall each) are what the HTTP threads spend their time on.
-      const batch = rows;
-      sub.sink.cork(() => this.deliver(sub, batch, now));
+      if (this.onFed !== undefined && rows.length > 0) this.onFed(orgId, rows, Date.now(), committedAt);
+      // A full read: there is more (one scan batch can commit thousands of events at once), read on
+      // now rather than at the next poll, from the least advanced client still taking them.
+      if (rows.length < BATCH || read === READS_PER_POLL) return;
+      from = Number.POSITIVE_INFINITY;
+      for (const sub of subs) if (!sub.closed && sub.blockedSince === undefined && sub.cursor < head) from = Math.min(from, sub.cursor);
+      if (from === Number.POSITIVE_INFINITY) return;
     }
   }
 

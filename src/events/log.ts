@@ -72,6 +72,12 @@ export class EventLog {
     const seq = (this.s.head.get(orgId) as { last_seq: number }).last_seq;
     const at = this.shard.now;
     this.s.insert.run(orgId, seq, eventId(orgId, seq, at), type, at, JSON.stringify(data));
+    this.shard.eventsAppended = true;
+  }
+
+  /** After the transaction of a command that commits itself (a scan batch): the streams are woken before its after-commit work. */
+  committed(): void {
+    this.shard.eventsVisible();
   }
 
   /** A location and its ancestors, root first, as the tree stands in this transaction. */

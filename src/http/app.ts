@@ -31,6 +31,8 @@ export function createHttpServer(
     forwarding: services.forwarding,
     eventStreams: {
       ...DEFAULT_HUB_OPTIONS,
+      // Tests only: a poll long enough that only the commits' wake delivers (test/events/stream-wake.test.ts).
+      ...(process.env.TRACKD_TEST_EVENT_POLL_MS ? { pollMs: Number(process.env.TRACKD_TEST_EVENT_POLL_MS) } : {}),
       slowMs: config.EVENT_STREAM_SLOW_SECONDS * 1000,
       maxLag: config.EVENT_STREAM_MAX_LAG,
     },

@@ -36,7 +36,7 @@ import { BULK_LIMITS } from '../bulk/limits.js';
 import { checkCsrf, type ClientInfo, type SessionAuth } from '../console/session.js';
 import type { ForwardedAnswer, ForwardedRequest } from '../cluster/rpcWire.js';
 import { answerOf, forwardedHeaders, replyOf, type ShardForwarding } from './forwarding.js';
-import { DEFAULT_HUB_OPTIONS, EventHub, type HubOptions } from '../events/hub.js';
+import { DEFAULT_HUB_OPTIONS, EventHub, streamedTrace, type HubOptions } from '../events/hub.js';
 import { ticketPrincipal } from '../events/tickets.js';
 import { EVENTS_WS_PATH, eventSocket, notAnUpgrade } from '../events/socket.js';
 
@@ -166,11 +166,16 @@ export class HttpServer {
     this.limiter = new RateLimiter(options.rateLimitPerMinute, options.rateLimitBuffers);
     this.limitText = String(options.rateLimitPerMinute);
     this.clock = options.clock ?? systemClock;
-    this.streams = new EventHub(options.authenticator, options.eventStreams ?? DEFAULT_HUB_OPTIONS, (reason) => {
-      options.metrics.counter('event_streams_closed_total', 'Event streams (SSE, WebSocket subscriptions) the server ended, by reason', {
-        reason,
-      }).value++;
-    });
+    this.streams = new EventHub(
+      options.authenticator,
+      options.eventStreams ?? DEFAULT_HUB_OPTIONS,
+      (reason) => {
+        options.metrics.counter('event_streams_closed_total', 'Event streams (SSE, WebSocket subscriptions) the server ended, by reason', {
+          reason,
+        }).value++;
+      },
+      options.logger.isLevelEnabled('debug') ? streamedTrace(options.logger) : undefined,
+    );
     this.app.ws(
       EVENTS_WS_PATH,
       eventSocket({

@@ -260,6 +260,7 @@ class ScanStore {
       this.nextHistoryId = firstHistoryId;
       throw err;
     }
+    this.events.committed();
     // A stored position was committed before this batch: its copy in `positions` is the old place.
     const movesByOrg = new Map<number, Parameters<ReportIndex['movedMany']>[1][number][]>();
     for (const [assetId, p] of touched) {

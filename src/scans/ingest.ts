@@ -65,6 +65,8 @@ interface InHand {
   reads: number;
   /** When JetStream stored the message (ms): the message's "now" (see streamTime). */
   at: number;
+  /** When this process took it from the consumer (ms, wall clock: the debug line's stages). */
+  acceptedAt: number;
 }
 
 /**
@@ -410,7 +412,8 @@ class ScanConsumer {
     const items = sourcedItems(decoded.scans, this.source.stream, seq);
     let reads = 0;
     for (const s of decoded.scans) reads += s.reads.length;
-    this.lanes.enqueue(shardIndex, { msg, orgToken: route.orgToken, items, labels, labelKey, scans: items.length, reads, at });
+    const acceptedAt = Date.now();
+    this.lanes.enqueue(shardIndex, { msg, orgToken: route.orgToken, items, labels, labelKey, scans: items.length, reads, at, acceptedAt });
   }
 
   /**
@@ -436,6 +439,7 @@ class ScanConsumer {
   private async apply(index: number, batch: InHand[]): Promise<ScanOutcome[]> {
     const shard = await this.services.shards.open(index);
     const started = performance.now();
+    const startedAt = Date.now();
     // One time per transaction: the latest of its messages' (a batch holds one stream's messages in order).
     let now = 0;
     for (const b of batch) if (b.at > now) now = b.at;
@@ -446,7 +450,20 @@ class ScanConsumer {
     );
     if (this.services.logger.isLevelEnabled('debug'))
       this.services.logger.debug(
-        { stream: this.source.stream, shard: index, seqs: batch.map((b) => b.msg.seq), kinds: outcomes.map((o) => o.kind[0]).join('') },
+        {
+          stream: this.source.stream,
+          shard: index,
+          seqs: batch.map((b) => b.msg.seq),
+          kinds: outcomes.map((o) => o.kind[0]).join(''),
+          // Where a scan's time goes before its events exist (bench/probes/eventStages.ts): the
+          // batch's time (its events' occurred_at), when its last message was taken, when the
+          // shard was asked, when it answered (committed).
+          now,
+          accepted_at: batch.at(-1)!.acceptedAt,
+          started_at: startedAt,
+          applied_at: Date.now(),
+          backlog: this.backlog,
+        },
         'scan batch applied',
       );
     this.services.metrics.observe(

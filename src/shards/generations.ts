@@ -16,6 +16,11 @@ const FIRST_TABLE = 1;
 const FIRST_ROW = FIRST_TABLE + TABLES.length;
 /** Rows hash into this many counters: two rows sharing one only cost each other a cache miss. */
 const ROW_SLOTS = 8192;
+/** After the row counters: the count of commits that appended events (what event streams wait on). */
+const EVENTS = FIRST_ROW + ROW_SLOTS;
+/** Then, 8-byte aligned, the time of the last of those commits (ms, a Float64). */
+const EVENTS_AT_BYTE = Math.ceil(((EVENTS + 1) * 4) / 8) * 8;
+const BUFFER_BYTES = EVENTS_AT_BYTE + 8;
 
 export interface RowStamp {
   any: number;
@@ -36,9 +41,37 @@ export interface TableStamp {
  */
 export class ShardGenerations {
   private readonly counters: Int32Array;
+  private readonly eventsAt: Float64Array;
 
-  constructor(readonly buffer: SharedArrayBuffer = new SharedArrayBuffer((FIRST_ROW + ROW_SLOTS) * 4)) {
-    this.counters = new Int32Array(buffer);
+  constructor(readonly buffer: SharedArrayBuffer = new SharedArrayBuffer(BUFFER_BYTES)) {
+    this.counters = new Int32Array(buffer, 0, EVENTS + 1);
+    this.eventsAt = new Float64Array(buffer, EVENTS_AT_BYTE, 1);
+  }
+
+  /**
+   * Writer side, after a commit that appended events: wakes the event streams of every thread
+   * waiting in `eventsAfter` (instead of their next poll) and records when (their debug lines).
+   */
+  eventsCommitted(at: number): void {
+    this.eventsAt[0] = at;
+    Atomics.add(this.counters, EVENTS, 1);
+    Atomics.notify(this.counters, EVENTS);
+  }
+
+  /** How many commits appended events so far (wraps; compare for equality only). */
+  eventsGeneration(): number {
+    return Atomics.load(this.counters, EVENTS);
+  }
+
+  /** When the last commit that appended events ran (ms; 0 before the first one). */
+  lastEventsAt(): number {
+    return this.eventsAt[0]!;
+  }
+
+  /** Resolves once a commit with events follows generation `seen`, or after `timeoutMs`. */
+  async eventsAfter(seen: number, timeoutMs: number): Promise<void> {
+    const wait = Atomics.waitAsync(this.counters, EVENTS, seen, timeoutMs);
+    if (wait.async) await wait.value;
   }
 
   /** Writer side: records a committed command's effects. */

@@ -43,6 +43,8 @@ export class ShardWriter {
   private readonly ids = new Map<IdEntity, { next: number; end: number }>();
   /** The running command's time (its message's `now`): commands read the clock only through this. */
   now = 0;
+  /** A command appended events (events/log.ts) since the last publish: the next one wakes the event streams. */
+  eventsAppended = false;
   private readonly afterCommand: (() => void)[] = [];
   /** The writer's own statements (rounds, the journal position), prepared once. */
   private readonly statements: StatementCache;
@@ -120,6 +122,7 @@ export class ShardWriter {
       // statement: the events it appends (events/log.ts) commit with it or not at all. One that owns
       // its transaction keeps it outermost outside a round (its memory follows that commit).
       const value = inRound || (command.recorded && !command.ownsTransaction) ? this.writer.transaction(run)() : run();
+      this.eventsVisible();
       return { answer: { id: message.id, value }, record, effects: command.effects(message.args, value) };
     } catch (err) {
       // A failed command changed nothing: each runs in one transaction or one statement (a savepoint in a round).
@@ -134,6 +137,19 @@ export class ShardWriter {
   publish(staged: Staged): void {
     if (staged.record !== undefined) this.sink?.(staged.record);
     if (staged.effects !== undefined) this.generations.bump(staged.effects);
+    this.eventsVisible();
+  }
+
+  /**
+   * After a commit: wakes the event streams when the committed change appended events (inside an
+   * open transaction or round nothing is committed yet; the round's publish calls it again). Called
+   * as soon as the rows are visible, before the work that follows a commit (a scan batch's report
+   * index), so that a stream does not wait for it.
+   */
+  eventsVisible(): void {
+    if (!this.eventsAppended || this.writer.inTransaction) return;
+    this.eventsAppended = false;
+    this.generations.eventsCommitted(Date.now());
   }
 
   /** Opens a round: the commands staged until `commit` or `rollback` commit together or not at all. */
