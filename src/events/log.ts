@@ -46,6 +46,10 @@ function prepare(db: Db) {
       `INSERT INTO event_heads (org_id, last_seq) VALUES (?, 1)
        ON CONFLICT (org_id) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq`,
     ),
+    lastSeq: db.prepare('SELECT last_seq FROM event_heads WHERE org_id = ?').pluck(),
+    setHead: db.prepare(
+      'INSERT INTO event_heads (org_id, last_seq) VALUES (?, ?) ON CONFLICT (org_id) DO UPDATE SET last_seq = excluded.last_seq',
+    ),
     insert: db.prepare('INSERT INTO events (org_id, seq, id, type, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)'),
     epoch: db.prepare('SELECT epoch FROM scan_resolution_epoch WHERE id = 1').pluck(),
     node: db.prepare('SELECT id, external_key, parent_id FROM locations WHERE id = ?'),
@@ -63,13 +67,41 @@ export class EventLog {
   private readonly s: ReturnType<typeof prepare>;
   private readonly nodes = new Map<number, { id: number; external_key: string; parent_id: number | null }>();
   private epoch = -1;
+  /** Inside `withHeldHeads`: each organization's last sequence handed out, not yet written to event_heads. */
+  private held: Map<number, number> | undefined;
 
   constructor(private readonly shard: ShardWriter) {
     this.s = prepare(shard.writer);
   }
 
+  /**
+   * Runs `fn` with the organizations' heads kept in memory and written once when it returns, instead
+   * of an upsert of the head per event (an import batch appends one event per row). `fn` must run
+   * inside a transaction that a throw out of it rolls back (better-sqlite3's `transaction`), so the
+   * events it appended never commit without their head.
+   */
+  withHeldHeads<T>(fn: () => T): T {
+    if (this.held !== undefined) return fn();
+    const held = new Map<number, number>();
+    this.held = held;
+    try {
+      const result = fn();
+      for (const [orgId, seq] of held) this.s.setHead.run(orgId, seq);
+      return result;
+    } finally {
+      this.held = undefined;
+    }
+  }
+
+  private nextSeq(orgId: number): number {
+    if (this.held === undefined) return (this.s.head.get(orgId) as { last_seq: number }).last_seq;
+    const seq = (this.held.get(orgId) ?? (this.s.lastSeq.get(orgId) as number | undefined) ?? 0) + 1;
+    this.held.set(orgId, seq);
+    return seq;
+  }
+
   append(orgId: number, type: EventType, data: object): void {
-    const seq = (this.s.head.get(orgId) as { last_seq: number }).last_seq;
+    const seq = this.nextSeq(orgId);
     const at = this.shard.now;
     this.s.insert.run(orgId, seq, eventId(orgId, seq, at), type, at, JSON.stringify(data));
   }
