@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { encodeTime } from 'ulid';
 import { shardState } from '../shards/state.js';
 import type { ShardWriter } from '../shards/writer.js';
@@ -23,7 +23,8 @@ const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 
 /** A ULID-shaped id whose time part is the event's time and whose other 80 bits come from (org, seq): no randomness, so a replay draws the same. */
 export function eventId(orgId: number, seq: number, at: number): string {
-  const digest = createHash('sha256').update(`${orgId}:${seq}`).digest();
+  // One-shot hash: the same digest as createHash(...).update(...).digest() for about two thirds of its CPU (an event per imported row).
+  const digest = hash('sha256', `${orgId}:${seq}`, 'buffer');
   let tail = '';
   // 16 characters of 5 bits from the first 10 bytes.
   let bits = 0;
