@@ -2,7 +2,14 @@
 // (src/runtime/threadFile.ts says why); source maps chain back to src/ for stack traces and coverage.
 import { build } from 'esbuild';
 
-const ENTRIES = ['http/worker.js', 'shards/worker.js', 'shards/snapshotWorker.js', 'storage/checkpointWorker.js', 'cli/main.js'];
+const ENTRIES = [
+  'http/worker.js',
+  'shards/worker.js',
+  'shards/snapshotWorker.js',
+  'events/relayWorker.js',
+  'storage/checkpointWorker.js',
+  'cli/main.js',
+];
 // Native addons stay outside the bundle, and so do the drivers of the databases knex could talk to but trackd never does.
 const EXTERNAL = ['better-sqlite3', 'uWebSockets.js', 'pg', 'pg-query-stream', 'mysql', 'mysql2', 'oracledb', 'tedious', 'sqlite3'];
 

@@ -36,7 +36,7 @@ export async function inProcessRate(ctx: BenchContext, paths: string[]): Promise
 const path = (ctx: BenchContext) => ctx.trackd.env.DATA_DIR;
 
 /** Busy seconds of each trackd thread so far (trackd_thread_busy_seconds_total), with the time read. */
-async function threadBusy(url: string): Promise<{ at: number; busy: Map<string, number> }> {
+export async function threadBusy(url: string): Promise<{ at: number; busy: Map<string, number> }> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const busy = new Map<string, number>();
   for (const m of text.matchAll(/^trackd_thread_busy_seconds_total\{thread="([^"]+)"\} ([\d.e+-]+)$/gm)) busy.set(m[1]!, Number(m[2]));

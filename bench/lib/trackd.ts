@@ -23,6 +23,8 @@ export interface TrackdOptions {
   env?: Record<string, string>;
   /** Extra node flags, e.g. --cpu-prof. */
   nodeArgs?: string[];
+  /** Another build's bin/trackd.js (a before/after run of two worktrees); this build's by default. */
+  bin?: string;
 }
 
 /** `trackd serve` as a child process, the way an operator runs it. */
@@ -44,7 +46,7 @@ export class TrackdProcess {
   static async start(options: TrackdOptions): Promise<TrackdProcess> {
     const port = await freePort();
     const env = { ...PRODUCTION_ENV, PORT: String(port), DATA_DIR: options.dataDir, NATS_URL: options.natsUrl, ...options.env };
-    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), BIN, 'serve'], {
+    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.bin ?? BIN, 'serve'], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -1,7 +1,10 @@
 /**
  * Bulk import and export through the HTTP jobs (issue 16), each beside a ceiling measured in the same run:
  *
- *   node dist/bench/probes/bulk.js [--rows 1000000] [--out bench/results/bulk.json] [--cpu-prof-dir DIR]
+ *   node dist/bench/probes/bulk.js [--rows 1000000] [--out bench/results/bulk.json] [--cpu-prof-dir DIR] [--trackd-root DIR]
+ *
+ * `--trackd-root`: the worktree whose build (bin/trackd.js, dist/) runs as trackd (a before/after of
+ * two builds with the same probe); this one's by default.
  *
  * - import: a CSV of `rows` assets with one tag each, POSTed to /api/v1/assets/bulk of a `trackd serve`
  *   child (production settings), timed from the first byte sent to the job's `completed`; then the
@@ -22,15 +25,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { assetExportSql } from '../../src/bulk/export.js';
-import { assetInsertCeiling, exportOnce, importFile, readLoop, readsFor, selectToDevNull, writeAssetCsv } from '../lib/bulk.js';
+import { assetInsertCeiling, cpuSeconds, exportOnce, importFile, readLoop, readsFor, selectToDevNull, writeAssetCsv } from '../lib/bulk.js';
 import { summarize } from '../lib/loadSpec.js';
+import { threadBusy } from '../lib/measure.js';
 import { machine, ROOT } from '../lib/processes.js';
 import { startBenchNats, TrackdProcess } from '../lib/trackd.js';
 
-const { values } = parseArgs({ options: { rows: { type: 'string' }, out: { type: 'string' }, 'cpu-prof-dir': { type: 'string' } } });
+const { values } = parseArgs({
+  options: { rows: { type: 'string' }, out: { type: 'string' }, 'cpu-prof-dir': { type: 'string' }, 'trackd-root': { type: 'string' } },
+});
 const ROWS = Number(values.rows ?? 1_000_000);
 const OUT = values.out ?? path.join(ROOT, 'bench', 'results', 'bulk.json');
-const BIN = path.join(ROOT, 'bin', 'trackd.js');
+const BIN = path.join(values['trackd-root'] ?? ROOT, 'bin', 'trackd.js');
 const READS = ['/api/v1/assets?limit=20'];
 
 const round = (x: number) => Math.round(x);
@@ -72,17 +78,26 @@ try {
     natsUrl: nats.url,
     env: { SHARDS: '1', HTTP_THREADS: '2' },
     nodeArgs: profDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', path.resolve(profDir)],
+    bin: BIN,
   });
   let first: Awaited<ReturnType<typeof importFile>>;
   let again: Awaited<ReturnType<typeof importFile>>;
   let exported: Awaited<ReturnType<typeof exportOnce>>;
   let duringImport: ReturnType<typeof percentiles>;
   let idle: ReturnType<typeof percentiles>;
+  let importCpu: { trackdCpuSeconds: number; shardBusySeconds: number };
   try {
     const stopReads = { done: false };
     const readsDuring = readLoop(trackd.url, token, READS, stopReads);
     readsDuring.catch(() => undefined);
+    const busyBefore = await threadBusy(trackd.url);
+    const cpuBefore = cpuSeconds(trackd.child.pid!);
     first = await importFile(trackd.url, token, csv, 'create');
+    const busyAfter = await threadBusy(trackd.url);
+    importCpu = {
+      trackdCpuSeconds: cpuSeconds(trackd.child.pid!) - cpuBefore,
+      shardBusySeconds: (busyAfter.busy.get('shard-0') ?? 0) - (busyBefore.busy.get('shard-0') ?? 0),
+    };
     stopReads.done = true;
     duringImport = percentiles(await readsDuring);
     idle = percentiles(await readsFor(trackd.url, token, READS, 10_000));
@@ -104,6 +119,7 @@ try {
   const exportRate = exported.rows / exported.seconds;
   const result = {
     probe: 'bulk',
+    trackd_root: values['trackd-root'] ?? ROOT,
     rows: ROWS,
     csv_bytes: csvBytes,
     machine: machine(),
@@ -117,6 +133,10 @@ try {
         tags_created: first.job.tags_created,
         status: first.job.status,
       },
+      trackd_cpu_seconds: Math.round(importCpu.trackdCpuSeconds * 100) / 100,
+      rows_per_trackd_cpu_second: round(ROWS / importCpu.trackdCpuSeconds),
+      shard_thread_busy_seconds: Math.round(importCpu.shardBusySeconds * 100) / 100,
+      rows_per_shard_busy_second: round(ROWS / importCpu.shardBusySeconds),
       ceiling_sqlite_insert_rows_per_s: round(insertRate),
       vs_ceiling: Math.round((importRate / insertRate) * 100) / 100,
     },

@@ -20,7 +20,8 @@ import { JournaledActor, type JournalEvent } from './journaled.js';
 import type { CommandMessage } from './mailbox.js';
 import { jsonLinesSink, recordFile } from './records.js';
 import { pruneCommand } from '../events/commands.js';
-import { EventRelay, type RelaySettings } from '../events/relay.js';
+import type { RelaySettings } from '../events/relay.js';
+import { RelayThread } from '../events/relayThread.js';
 import { recordProgress } from '../webhooks/commands.js';
 import { WebhookDispatcher, type WebhookSettings } from '../webhooks/dispatcher.js';
 import type { CommandAnswer } from './mailbox.js';
@@ -109,8 +110,7 @@ try {
   // Built before the actor is ready, so that start-up (not the first report) pays for it.
   const building = performance.now();
   const reportIndex = { ...reportIndexOf(writer).footprint(), ms: Math.round(performance.now() - building) };
-  let relay: EventRelay | undefined;
-  let relayStarting: Promise<void> | undefined;
+  let relay: RelayThread | undefined;
   let dispatcher: WebhookDispatcher | undefined;
   let dispatcherStarting: Promise<void> | undefined;
   /** Runs a command on the shard's writer (through the journal when there is one); the relay publishes what it committed, the webhook dispatcher delivers it. */
@@ -129,16 +129,8 @@ try {
     new Promise<void>((resolve) =>
       run({ id: --localIds, name: pruneCommand.name, args: { before, throughPos }, now: Date.now() }, () => resolve()),
     );
-  const startRelay = async (settings: RelaySettings) => {
-    // The broker may still be starting: retried until it answers.
-    for (let delay = 100; relay === undefined && !closing; delay = Math.min(delay * 2, 2_000)) {
-      try {
-        relay = await EventRelay.start(data.dataDir, data.index, settings, prune);
-      } catch {
-        await new Promise((r) => setTimeout(r, delay));
-      }
-    }
-  };
+  // The relay runs on a thread of its own (it retries its start until the broker answers).
+  const startRelay = (settings: RelaySettings) => new RelayThread(data.dataDir, data.index, settings, prune);
   const startDispatcher = async (settings: WebhookSettings) => {
     const submit = (items: unknown) =>
       new Promise<void>((resolve) => run({ id: --localIds, name: recordProgress.name, args: { items }, now: Date.now() }, () => resolve()));
@@ -152,11 +144,10 @@ try {
       port.on('message', (command: CommandMessage) => run(command, (answer) => port.postMessage(answer)));
       port.on('close', () => ports.delete(port));
     } else if (message.type === 'relay') {
-      relayStarting ??= startRelay(message.settings);
+      if (!closing) relay ??= startRelay(message.settings);
       if (message.settings.webhooks !== undefined) dispatcherStarting ??= startDispatcher(message.settings.webhooks);
     } else if (message.type === 'close') {
       closing = true;
-      await relayStarting;
       await relay?.stop();
       await dispatcherStarting?.catch(() => undefined);
       await dispatcher?.stop();

@@ -166,6 +166,7 @@ t.test('assets import', async (t) => {
     const seqBefore = await lastSeq();
     t.match(await runImport(trackd, token, 'assets', first, { format: 'ndjson', query: 'mode=upsert' }), { created: 2, unchanged: 0 });
     t.same(await eventsSince(seqBefore), ['asset.created U-1', 'asset.created U-2'], 'one asset.created per created row');
+    t.equal(await lastSeq(), seqBefore + 2, "the org's head moved past the batch's events (written once per batch)");
     const before = await assetByKey('U-1');
     const seqCreated = await lastSeq();
     clock.advance(60_000);

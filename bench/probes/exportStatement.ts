@@ -1,0 +1,183 @@
+/**
+ * The asset export's statement and cheaper shapes of it (issue 16), in process on one shard file:
+ * `--rows` assets with one rfid tag each (and every 10th with metadata and a description), each
+ * variant's NDJSON lines built by SQLite in one read transaction, in alternating rounds; rows/s,
+ * CPU microseconds per row, and whether its bytes equal the current statement's (sha256).
+ *
+ *   node dist/bench/probes/exportStatement.js [--rows 100000] [--rounds 4] [--out FILE]
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import Database from 'better-sqlite3';
+import { assetExportSql, walksTable } from '../../src/bulk/export.js';
+import { ControlPlane } from '../../src/control/controlPlane.js';
+import { addLowerFunction } from '../../src/masterdata/filters.js';
+import { pauseTextIndex, resumeTextIndex } from '../../src/masterdata/textIndex.js';
+import { scanPlacement } from '../../src/scans/placement.js';
+import '../../src/shards/commandIndex.js';
+import { ShardGenerations } from '../../src/shards/generations.js';
+import { ShardWriter, shardFile } from '../../src/shards/writer.js';
+import { machine } from '../lib/processes.js';
+
+const { values } = parseArgs({ options: { rows: { type: 'string' }, rounds: { type: 'string' }, out: { type: 'string' } } });
+const ROWS = Number(values.rows ?? 100_000);
+const ROUNDS = Number(values.rounds ?? 4);
+
+async function load(dir: string): Promise<{ file: string; orgId: number }> {
+  const control = await ControlPlane.open(dir);
+  const org = await control.createOrg('export', 1);
+  const writer = await ShardWriter.open(dir, 0, control, new ShardGenerations(), { placement: scanPlacement });
+  try {
+    const db = writer.writer;
+    const asset = db.prepare(
+      'INSERT INTO assets (id, org_id, external_key, name, description, is_active, metadata, valid_from, valid_to, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    const tag = db.prepare('INSERT INTO tags (id, org_id, tag_type, value, asset_id, created_at) VALUES (?, ?, ?, ?, ?, ?)');
+    const now = Date.now();
+    for (let from = 1; from <= ROWS; from += 1000) {
+      db.transaction(() => {
+        pauseTextIndex(writer);
+        for (let i = from; i < from + 1000 && i <= ROWS; i++) {
+          const odd = i % 10 === 0;
+          asset.run(
+            i,
+            org.id,
+            `BULK-${i}`,
+            odd ? `Asset "${i}" \u00e9\u2028` : `Asset ${i}`,
+            odd ? 'line\nbreak' : null,
+            i % 7 === 0 ? 0 : 1,
+            odd ? JSON.stringify({ n: i, f: i / 3, s: 'x\u0001"\\', nested: [1, { b: null }] }) : '{}',
+            now - i * 1001,
+            odd ? now + i : null,
+            now - i,
+            now + (odd ? 17 : 0),
+          );
+          tag.run(i, org.id, 'rfid', `E2${String(i).padStart(22, '0')}`, i, now);
+          if (odd) tag.run(ROWS + i, org.id, 'ble', `B-${i}`, i, now);
+        }
+        resumeTextIndex(writer);
+      })();
+    }
+  } finally {
+    writer.close();
+    control.close();
+  }
+  return { file: shardFile(dir, 0), orgId: org.id };
+}
+
+function isoSql(column: string): string {
+  const ms = `((${column} % 1000) + 1000) % 1000`;
+  return `strftime('%Y-%m-%dT%H:%M:%S', (${column} - ${ms}) / 1000, 'unixepoch') || printf('.%03dZ', ${ms})`;
+}
+
+const nullableIso = (column: string) => `CASE WHEN ${column} IS NULL THEN 'null' ELSE '"' || ${isoSql(column)} || '"' END`;
+
+/** The line as text concatenation: json_quote for strings, the metadata as stored, the tags by group_concat in id order. */
+function concatLine(tags: 'group_concat' | 'json_group_array'): string {
+  const tagList =
+    tags === 'group_concat'
+      ? `'[' || coalesce((SELECT group_concat('{"id":' || t.id || ',"tag_type":' || json_quote(t.tag_type) || ',"value":' || json_quote(t.value) || '}', ',' ORDER BY t.id)
+           FROM tags t WHERE t.asset_id = a.id AND t.org_id = a.org_id AND t.deleted_at IS NULL), '') || ']'`
+      : `(SELECT json_group_array(json_object('id', s.id, 'tag_type', s.tag_type, 'value', s.value))
+           FROM (SELECT t.id, t.tag_type, t.value FROM tags t WHERE t.asset_id = a.id AND t.org_id = a.org_id AND t.deleted_at IS NULL ORDER BY t.id) s)`;
+  return `'{"id":' || a.id || ',"external_key":' || json_quote(a.external_key) || ',"name":' || json_quote(a.name)
+    || ',"description":' || json_quote(a.description)
+    || ',"is_active":' || CASE a.is_active WHEN 1 THEN 'true' ELSE 'false' END
+    || ',"valid_from":"' || ${isoSql('a.valid_from')} || '","valid_to":' || ${nullableIso('a.valid_to')}
+    || ',"created_at":"' || ${isoSql('a.created_at')} || '","updated_at":"' || ${isoSql('a.updated_at')}
+    || '","deleted_at":' || ${nullableIso('a.deleted_at')}
+    || ',"tags":' || ${tagList} || ',"metadata":' || a.metadata || '}' AS line`;
+}
+
+interface Run {
+  rows: number;
+  seconds: number;
+  cpuUs: number;
+  hash: string;
+}
+
+function runSql(file: string, sql: string, bindings: unknown[]): Run {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  addLowerFunction(db);
+  try {
+    const hash = createHash('sha256');
+    const cpu = process.cpuUsage();
+    const started = performance.now();
+    db.exec('BEGIN');
+    let rows = 0;
+    let piece = '';
+    for (const row of db.prepare(sql).iterate(...bindings) as IterableIterator<{ line: string }>) {
+      piece += `${row.line}\n`;
+      rows++;
+      if (piece.length >= 64 * 1024) {
+        hash.update(piece);
+        piece = '';
+      }
+    }
+    hash.update(piece);
+    db.exec('COMMIT');
+    const seconds = (performance.now() - started) / 1000;
+    const used = process.cpuUsage(cpu);
+    return { rows, seconds, cpuUs: used.user + used.system, hash: hash.digest('hex') };
+  } finally {
+    db.close();
+  }
+}
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'trackd-export-stmt-'));
+try {
+  const { file, orgId } = await load(dir);
+  const probe = new Database(file, { readonly: true });
+  const walk = walksTable(probe, orgId, {});
+  probe.close();
+  const current = assetExportSql(orgId, {}, 'ndjson', Date.now(), walk).toSQL().toNative();
+  if (process.env.EXPLAIN === '1') {
+    const db = new Database(file, { readonly: true });
+    for (const r of db.prepare(`EXPLAIN QUERY PLAN ${current.sql}`).all(...(current.bindings as unknown[]))) console.error(r);
+    db.close();
+  }
+  const lineOf = (sql: string) => current.sql.replace(/json_object\('id', a\.id[\s\S]*AS line/, sql);
+  const variants: Record<string, string> = {
+    current: current.sql,
+    'concat, tags by json_group_array': lineOf(concatLine('json_group_array')),
+    'concat, tags by group_concat': lineOf(concatLine('group_concat')),
+    'current without the tags (what they cost)': current.sql.replace(
+      /json\(\(SELECT json_group_array[\s\S]*ORDER BY t\.id\) s\)\)/,
+      "json('[]')",
+    ),
+    'current without the timestamps (what they cost)': ['valid_from', 'valid_to', 'created_at', 'updated_at', 'deleted_at'].reduce(
+      (sql, column) => sql.split(isoSql(`a.${column}`)).join("'t'"),
+      current.sql,
+    ),
+  };
+  const figures: Record<string, { rows_per_s: number[]; cpu_us_per_row: number[]; same_bytes_as_current: boolean[] }> = {};
+  const loadBefore = os.loadavg();
+  for (let round = 0; round < ROUNDS; round++) {
+    const names = round % 2 === 0 ? Object.keys(variants) : Object.keys(variants).reverse();
+    const reference = runSql(file, current.sql, current.bindings as unknown[]).hash;
+    for (const name of names) {
+      const r = runSql(file, variants[name]!, current.bindings as unknown[]);
+      const f = (figures[name] ??= { rows_per_s: [], cpu_us_per_row: [], same_bytes_as_current: [] });
+      f.rows_per_s.push(Math.round(r.rows / r.seconds));
+      f.cpu_us_per_row.push(Math.round((r.cpuUs / r.rows) * 100) / 100);
+      f.same_bytes_as_current.push(r.hash === reference);
+    }
+    process.stderr.write(`round ${round + 1} done\n`);
+  }
+  const result = {
+    generated_at: new Date().toISOString(),
+    command: `node dist/bench/probes/exportStatement.js ${process.argv.slice(2).join(' ')}`,
+    machine: { ...machine(), load_average_before: loadBefore.map((x) => Math.round(x * 10) / 10) },
+    rows: ROWS,
+    walks_table: walk,
+    figures,
+  };
+  const text = JSON.stringify(result, null, 2);
+  if (values.out !== undefined) fs.writeFileSync(values.out, `${text}\n`);
+  process.stdout.write(`${text}\n`);
+} finally {
+  fs.rmSync(dir, { recursive: true, force: true });
+}
