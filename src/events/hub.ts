@@ -105,7 +105,7 @@ const sseFrames = new WeakMap<EventRow, Uint8Array>();
 const closeFrame = (reason: CloseReason, cursor: number) => `event: close\ndata: {"reason":"${reason}","resume_after":${cursor}}\n\n`;
 
 /**
- * The debug line of a poll that fed streams (`bench/probes/eventStages.ts` joins it with the scan
+ * The debug line of a poll that fed streams (`bench/lib/eventStages.ts` joins it with the scan
  * batches' lines): when the rows were written, when the last commit with events before the read
  * ran (the shard's clock in shared memory), and each event time (occurred_at, ms) with its count.
  */

@@ -455,9 +455,9 @@ class ScanConsumer {
           shard: index,
           seqs: batch.map((b) => b.msg.seq),
           kinds: outcomes.map((o) => o.kind[0]).join(''),
-          // Where a scan's time goes before its events exist (bench/probes/eventStages.ts): the
+          // Where a scan's time goes before its events exist (bench/lib/eventStages.ts): the
           // batch's time (its events' occurred_at), when its last message was taken, when the
-          // shard was asked, when it answered (committed).
+          // shard was asked, when its answer came back (after the commit and the report index update).
           now,
           accepted_at: batch.at(-1)!.acceptedAt,
           started_at: startedAt,
