@@ -60,8 +60,20 @@ async function apiReport(api: AssetsClient, limit: number, query: string): Promi
 
 const item2 = (r: ReportItem): ReportItem => ({ asset_id: r.asset_id, location_id: r.location_id, asset_last_seen: r.asset_last_seen });
 
-/** Every view of the report, every asset's history and the export against the plain SQL; returns the mismatches. */
-async function compareAll(t: Test, api: AssetsClient, db: Database.Database, locationIds: number[], step: string): Promise<number> {
+/**
+ * Every view of the report, every asset's history and the export against the plain SQL; and the
+ * reads the history counts against `reads`, the reads published (each scan names an asset once, so
+ * each read counts once in exactly one visit): a figure the log lost or laid over twice changes it
+ * on both sides. Returns the mismatches.
+ */
+async function compareAll(
+  t: Test,
+  api: AssetsClient,
+  db: Database.Database,
+  locationIds: number[],
+  reads: number,
+  step: string,
+): Promise<number> {
   const orgId = api.orgId;
   const views: [string, string, ReportItem[]][] = [
     ['default (index)', '', sqlReport(db, orgId, 'p.last_seen_at DESC, p.asset_id DESC')],
@@ -88,6 +100,7 @@ async function compareAll(t: Test, api: AssetsClient, db: Database.Database, loc
     }
   }
   const assetIds = (db.prepare('SELECT asset_id FROM scan_positions WHERE org_id = ?').pluck().all(orgId) as number[]).sort();
+  let counted = 0;
   for (const assetId of assetIds) {
     const got: Visit[] = [];
     for (let offset = 0; ; offset += 100) {
@@ -102,6 +115,7 @@ async function compareAll(t: Test, api: AssetsClient, db: Database.Database, loc
       if (offset + 100 >= res.json.total_count) break;
     }
     const want = sqlVisits(db, assetId, true);
+    for (const v of got) counted += v.read_count;
     if (JSON.stringify(got) !== JSON.stringify(want)) {
       mismatches++;
       t.fail(`${step}: history of asset ${assetId}`, { got, want });
@@ -111,6 +125,10 @@ async function compareAll(t: Test, api: AssetsClient, db: Database.Database, loc
     .split('\n')
     .filter((l) => l !== '')
     .map((l) => item2(JSON.parse(l)));
+  if (counted !== reads) {
+    mismatches++;
+    t.fail(`${step}: the visits count ${counted} reads, ${reads} were published`);
+  }
   const want = sqlReport(db, orgId, 'p.asset_id ASC');
   if (JSON.stringify(exported) !== JSON.stringify(want)) {
     mismatches++;
@@ -163,6 +181,7 @@ t.test('report, history and export equal scan_positions with the log laid over, 
   const db = shardDb(t, trackd.dataDir);
   let at = Date.now() - 86_400_000;
   let mismatches = 0;
+  let reads = 0;
   const seen = { rows: 0, behind: 0, cursorInside: false, foldedThrough: 0 };
   for (let step = 0; step < 24 && mismatches === 0; step++) {
     let did = 'restart';
@@ -189,6 +208,7 @@ t.test('report, history and export equal scan_positions with the log laid over, 
             new Date(observed),
           ),
         );
+        reads += chosen.length;
       }
       await drained(nc);
       did = `${scans} scans`;
@@ -203,6 +223,7 @@ t.test('report, history and export equal scan_positions with the log laid over, 
       api,
       db,
       locations.map((l) => l.id),
+      reads,
       `step ${step} (${did})`,
     );
   }
@@ -221,10 +242,12 @@ t.test('kill -9 while a backlog of re-reads drains: after the restart every read
   const { api, locations, assets } = await setUp(trackd, 'RK', 24);
   const nc = await natsClient(t, nats.url);
   const base = Date.now() - 86_400_000;
+  let reads = 0;
   // Every asset placed first, so that the backlog's batches are re-reads (a first read writes its row).
   for (const [home, location] of locations.entries()) {
     const parked = assets.filter((a) => a.home === home).map((a) => `rfid:${a.tag}`);
     await publish(nc, `scans.${api.orgId}.fixed`, scanBody(location.key, parked, new Date(base - 1000)));
+    reads += parked.length;
   }
   await drained(nc);
   await trackd.stop('SIGTERM');
@@ -239,9 +262,11 @@ t.test('kill -9 while a backlog of re-reads drains: after the restart every read
     const home = Math.floor(random() * locations.length);
     const chosen = assets.filter((a) => a.home === home && random() < 0.5);
     const at = base + (random() < 0.002 ? Math.floor(random() * i) : i) * 1000;
+    const named = chosen.length > 0 ? chosen : [assets[home]!];
+    reads += named.length;
     return scanBody(
       locations[home]!.key,
-      (chosen.length > 0 ? chosen : [assets[home]!]).map((a) => `rfid:${a.tag}`),
+      named.map((a) => `rfid:${a.tag}`),
       new Date(at),
     );
   });
@@ -274,6 +299,7 @@ t.test('kill -9 while a backlog of re-reads drains: after the restart every read
       api,
       db,
       locations.map((l) => l.id),
+      reads,
       'after the drain',
     ),
     0,
