@@ -189,6 +189,7 @@ t.test('report, history and export equal scan_positions with the log laid over, 
   let at = Date.now() - 86_400_000;
   let mismatches = 0;
   let reads = 0;
+  let restartsWithLog = 0;
   const seen = { rows: 0, behind: 0, cursorInside: false, foldedThrough: 0 };
   for (let step = 0; step < 24 && mismatches === 0; step++) {
     let did = 'restart';
@@ -234,7 +235,13 @@ t.test('report, history and export equal scan_positions with the log laid over, 
       await publish(nc, `scans.${api.orgId}.fixed`, scanBody(locations[moved.home]!.key, [`rfid:${moved.tag}`], new Date(at)));
       reads++;
       await drained(nc);
+      const held = (db.prepare('SELECT count(DISTINCT asset_id) FROM scan_rereads').pluck().get() as number) > 0;
       await trackd.restart();
+      const started = trackd
+        .logs()
+        .filter((l) => l.msg === 'shard actor started')
+        .at(-1) as { report_index: { rereads: number } };
+      restartsWithLog += held && started.report_index.rereads > 0 ? 1 : 0;
       // A fold cycle (a batch per scan) without it: its slice is folded while the old rows are the latest it has.
       const elsewhere = (moved.home + 1) % locations.length;
       const others = assets.filter((a) => a.home === elsewhere).map((a) => `rfid:${a.tag}`);
@@ -260,6 +267,7 @@ t.test('report, history and export equal scan_positions with the log laid over, 
     );
   }
   t.equal(mismatches, 0, 'every report view, history and the export equal to the plain SQL after each step');
+  t.ok(restartsWithLog > 0, `restarts with rows in the log read them back (${restartsWithLog} of 3, per the start-up log)`);
   t.ok(
     seen.rows > 0 && seen.behind > 0,
     `the log held re-reads newer than their positions (up to ${seen.rows} rows, ${seen.behind} positions behind)`,
