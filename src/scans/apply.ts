@@ -9,7 +9,7 @@ import { scanBatchJournal } from './journalForm.js';
 import { reportIndexOf, type ReportIndex } from './reportIndex.js';
 import { extendsEarlier, visitStep } from './visits.js';
 import { eventLogOf, type EventLog } from '../events/log.js';
-import { DEFAULT_FOLD_SLICE, laidOver, rereadLogOf, type RereadLog } from './rereadLog.js';
+import { foldSliceOf, laidOver, rereadLogOf, type RereadLog } from './rereadLog.js';
 
 export type ScanOutcome =
   | { kind: 'applied'; readsApplied: number; unknownTags: number; locationTags: number }
@@ -28,7 +28,7 @@ export interface ApplyOptions {
    * instead of growing with every scan a parked tag produces.
    */
   eventIdRetentionMs?: number;
-  /** Positions of scan_positions each batch folds the re-read log into (rereadLog.ts; default DEFAULT_FOLD_SLICE). */
+  /** Most positions of scan_positions a batch folds the re-read log into (rereadLog.ts foldSliceOf; default DEFAULT_FOLD_SLICE). */
   foldSlice?: number;
 }
 
@@ -229,7 +229,8 @@ class ScanStore {
         offset += item.scan.reads.length;
       }
       // Before the batch's own writes: a slice of the re-reads logged by earlier batches goes into scan_positions.
-      this.rereads.fold(log, options.foldSlice ?? DEFAULT_FOLD_SLICE);
+      // Sized by the positions the batch touched: a function of its effects, so a replay folds the same slice.
+      this.rereads.fold(log, foldSliceOf(touched.size, options.foldSlice));
       // In asset-id order: consecutive rows share b-tree pages, which each statement then finds in cache.
       for (const p of [...touched.values()].sort((a, b) => a.assetId - b.assetId)) {
         const before = p.stored ? this.positions.get(p.assetId) : undefined;

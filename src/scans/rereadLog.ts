@@ -21,8 +21,21 @@ export interface Reread {
   readCount: number;
 }
 
-/** Positions each scan batch folds (the next ones in asset-id order after the fold's cursor). */
-export const DEFAULT_FOLD_SLICE = 65_536;
+/**
+ * Most positions one scan batch folds (the next ones in asset-id order after the fold's cursor). A
+ * batch folds FOLD_PER_POSITION positions per position it touched, at least MIN_FOLD_SLICE, at most
+ * this: the fold's work follows the batch's size (a small batch does not pay for a big slice), and a
+ * fold cycle spans about positions / 4 re-read assets, which bounds the log's rows (two cycles) at
+ * about half the positions.
+ */
+export const DEFAULT_FOLD_SLICE = 262_144;
+const FOLD_PER_POSITION = 4;
+const MIN_FOLD_SLICE = 1024;
+
+/** The positions a batch that touched `positions` positions folds, with `most` the cap (ApplyOptions.foldSlice). */
+export function foldSliceOf(positions: number, most = DEFAULT_FOLD_SLICE): number {
+  return Math.max(1, Math.min(most, Math.max(MIN_FOLD_SLICE, positions * FOLD_PER_POSITION)));
+}
 
 /** The SQL function that gives a position's last_seen_at with the log laid over it: reread_seen(asset_id, visit_id, visit_read_count, last_seen_at). */
 export const SEEN_FUNCTION = 'reread_seen';
@@ -145,7 +158,7 @@ export class RereadLog extends RereadOverlay {
     this.s = {
       append: p('INSERT INTO scan_rereads (seq, asset_id, visit_id, last_seen_at, visit_read_count) VALUES (?, ?, ?, ?, ?)'),
       state: p('SELECT cursor, cycle_seq, folded_through FROM scan_reread_fold WHERE id = 1'),
-      sliceEnd: p('SELECT asset_id FROM scan_positions WHERE asset_id > ? ORDER BY asset_id LIMIT 1 OFFSET ?').pluck(),
+      slice: p('SELECT asset_id FROM scan_positions WHERE asset_id > ? ORDER BY asset_id LIMIT ?').pluck(),
       fold: p(
         'UPDATE scan_positions SET last_seen_at = ?, visit_read_count = ? WHERE asset_id = ? AND visit_id = ? AND visit_read_count < ?',
       ),
@@ -174,16 +187,19 @@ export class RereadLog extends RereadOverlay {
    */
   fold(batch: RereadBatch, slice: number): void {
     const state = this.s.state.get() as FoldState;
-    const end = this.s.sliceEnd.get(state.cursor, slice - 1) as number | undefined;
-    const last = end ?? Number.POSITIVE_INFINITY;
-    for (const assetId of this.latest.keys()) if (assetId > state.cursor && assetId <= last) batch.folded.push(assetId);
-    // In asset-id order: consecutive rows share pages.
-    batch.folded.sort((a, b) => a - b);
+    // The slice's positions, in asset-id order (consecutive rows share pages): a walk of the slice, not of the entries.
+    let seen = 0;
+    let end = state.cursor;
+    for (const assetId of this.s.slice.iterate(state.cursor, slice) as IterableIterator<number>) {
+      seen++;
+      end = assetId;
+      if (this.latest.has(assetId)) batch.folded.push(assetId);
+    }
     for (const assetId of batch.folded) {
       const r = this.latest.get(assetId)!;
       this.s.fold.run(r.lastSeenAt, r.readCount, assetId, r.visitId, r.readCount);
     }
-    if (end !== undefined) this.s.saveState.run(end, state.cycle_seq, state.folded_through);
+    if (seen === slice) this.s.saveState.run(end, state.cycle_seq, state.folded_through);
     else {
       this.s.deleteThrough.run(state.cycle_seq);
       this.s.saveState.run(0, this.nextSeq - 1, state.cycle_seq);
