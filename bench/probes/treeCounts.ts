@@ -18,6 +18,7 @@ import { reportTotal } from '../../src/console/treeCounts.js';
 import { ControlPlane } from '../../src/control/controlPlane.js';
 import { readStatements, type TreeNode } from '../../src/locations/store.js';
 import { ReportIndex } from '../../src/scans/reportIndex.js';
+import { RereadLog } from '../../src/scans/rereadLog.js';
 import { SubtreeTotals } from '../../src/scans/subtreeTotals.js';
 import { Shard } from '../../src/shards/shard.js';
 import { openDatabase } from '../../src/storage/sqlite.js';
@@ -81,7 +82,7 @@ const sql = await medianAsync(3, async () => {
 });
 
 let started = performance.now();
-const index = new ReportIndex(writer, now);
+const index = new ReportIndex(writer, now, new RereadLog(writer));
 const indexBuild = performance.now() - started;
 started = performance.now();
 const cold = index.treeCounts(org.id, rootsPage, now)!;

@@ -15,6 +15,7 @@ import * as qTextIndex from './013_q_text_index.js';
 import * as webhooks from './014_webhooks.js';
 import * as qCountOutside from './015_q_count_outside.js';
 import * as textIndexDeferrable from './016_text_index_deferrable.js';
+import * as rereadLog from './017_reread_log.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
 export const shardMigrations: Migration[] = [
@@ -34,4 +35,5 @@ export const shardMigrations: Migration[] = [
   webhooks,
   qCountOutside,
   textIndexDeferrable,
+  rereadLog,
 ];

@@ -10,6 +10,7 @@ import { orgQuery } from '../masterdata/list.js';
 import { tagsJsonColumn } from '../masterdata/tags.js';
 import { masterColumns, masterView, type MasterRow } from '../masterdata/view.js';
 import { reportBase, type ReportFilters, type ReportRow } from '../scans/reportQuery.js';
+import { laidOver, overlayOf } from '../scans/rereadLog.js';
 import type { Shard } from '../shards/shard.js';
 import { sqlBuilder, type Db } from '../storage/sqlite.js';
 import { formatNullableTimestamp, formatTimestamp } from '../wire/timestamps.js';
@@ -56,6 +57,8 @@ interface ExportSource<Row> {
   ndjson: (row: Row) => string;
   csvHeader: readonly string[];
   csv: (row: Row) => string[];
+  /** Given the export's connection inside its read transaction: what each row becomes before it is written (default: itself). */
+  rowsAt?: (db: Db) => (row: Row) => Row;
 }
 
 /**
@@ -74,6 +77,8 @@ function exportStream<Row>(
   // The first read fixes the snapshot: the sequence and every row come from the same point in time.
   const sequence = eventLogSequence(db, orgId);
   const native = source.sql.toSQL().toNative();
+  // Before the iterator opens (the connection runs nothing else while it does).
+  const rowOf = source.rowsAt?.(db) ?? ((row: Row) => row);
   const rows = db.prepare(native.sql).iterate(...(native.bindings as unknown[])) as IterableIterator<Row>;
   let header = format === 'csv' ? csvLine([...source.csvHeader]) : '';
   let open = true;
@@ -95,7 +100,8 @@ function exportStream<Row>(
           close();
           return piece === '' ? undefined : piece;
         }
-        piece += format === 'csv' ? csvLine(source.csv(next.value)) : `${source.ndjson(next.value)}\n`;
+        const row = rowOf(next.value);
+        piece += format === 'csv' ? csvLine(source.csv(row)) : `${source.ndjson(row)}\n`;
       }
       return piece;
     },
@@ -253,6 +259,8 @@ export function reportExportSql(orgId: number, filters: Omit<ReportFilters, 'sor
         'p.location_id',
         'CASE WHEN l.deleted_at IS NULL THEN l.external_key END AS location_external_key',
         'p.last_seen_at',
+        'p.visit_id',
+        'p.visit_read_count',
         'a.deleted_at AS asset_deleted_at',
       ]),
     )
@@ -278,6 +286,11 @@ export function exportReport(shard: Shard, orgId: number, filters: ReportFilters
       ndjson: (row) => JSON.stringify(item(row)),
       csvHeader: REPORT_COLUMNS,
       csv: (row) => Object.values(item(row)).map((v) => (v === null ? '' : String(v))),
+      // The re-read log as the export's snapshot holds it, laid over each row's last_seen_at.
+      rowsAt: (db) => {
+        const overlay = overlayOf(db);
+        return (row) => laidOver(overlay, row);
+      },
     },
     accept,
     now,

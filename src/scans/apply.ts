@@ -9,6 +9,7 @@ import { scanBatchJournal } from './journalForm.js';
 import { reportIndexOf, type ReportIndex } from './reportIndex.js';
 import { extendsEarlier, visitStep } from './visits.js';
 import { eventLogOf, type EventLog } from '../events/log.js';
+import { foldSliceOf, laidOver, rereadLogOf, type RereadLog } from './rereadLog.js';
 
 export type ScanOutcome =
   | { kind: 'applied'; readsApplied: number; unknownTags: number; locationTags: number }
@@ -27,6 +28,8 @@ export interface ApplyOptions {
    * instead of growing with every scan a parked tag produces.
    */
   eventIdRetentionMs?: number;
+  /** Most positions of scan_positions a batch folds the re-read log into (rereadLog.ts foldSliceOf; default DEFAULT_FOLD_SLICE). */
+  foldSlice?: number;
 }
 
 /** What a batch is sent with besides its rules: its time, which event ids are remembered from and pruned against. */
@@ -154,6 +157,7 @@ class ScanStore {
     private readonly db: Db,
     private readonly report: ReportIndex,
     private readonly events: EventLog,
+    private readonly rereads: RereadLog,
   ) {
     this.s = prepareStatements(db);
     this.nextHistoryId = ((db.prepare('SELECT max(id) FROM scan_history').pluck().get() as number | null) ?? 0) + 1;
@@ -203,6 +207,7 @@ class ScanStore {
     // History ids follow the committed rows: a batch that rolls back gives its ids back, so that the
     // ids are a function of the committed batches (a replay of them draws the same).
     const firstHistoryId = this.nextHistoryId;
+    const log = this.rereads.begin();
     const apply = this.db.transaction(() => {
       this.pruneEventIds(options.eventIdRetentionMs ?? DEFAULT_EVENT_ID_RETENTION_MS, now);
       const { epoch, additions } = this.s.epoch.get() as { epoch: number; additions: number };
@@ -223,16 +228,25 @@ class ScanStore {
         out.push(this.applyOne(item, resolved, offset, options, touched, appliedSeqs));
         offset += item.scan.reads.length;
       }
+      // Before the batch's own writes: a slice of the re-reads logged by earlier batches goes into scan_positions.
+      // Sized by the positions the batch touched: a function of its effects, so a replay folds the same slice.
+      this.rereads.fold(log, foldSliceOf(touched.size, options.foldSlice));
       // In asset-id order: consecutive rows share b-tree pages, which each statement then finds in cache.
       for (const p of [...touched.values()].sort((a, b) => a.assetId - b.assetId)) {
         const before = p.stored ? this.positions.get(p.assetId) : undefined;
-        if (
+        const sameVisit =
           before != null &&
           before.locationId === p.locationId &&
           before.visitId === p.visitId &&
-          before.visitStartedAt === p.visitStartedAt
-        )
-          this.s.extendPosition.run(p.lastSeenAt, p.visitReadCount, p.visitCount, p.assetId);
+          before.visitStartedAt === p.visitStartedAt;
+        // A re-read that only extends its open visit is logged (a few bytes in a new page) instead of
+        // rewriting its row's page; everything else writes scan_positions, whose row is then newer than the log's.
+        if (sameVisit && before.visitCount === p.visitCount) {
+          this.rereads.append(log, p.assetId, p.visitId, p.lastSeenAt, p.visitReadCount);
+          continue;
+        }
+        if (p.stored) log.written.push(p.assetId);
+        if (sameVisit) this.s.extendPosition.run(p.lastSeenAt, p.visitReadCount, p.visitCount, p.assetId);
         else if (before != null && before.locationId === p.locationId)
           this.s.revisitPosition.run(p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount, p.visitCount, p.assetId);
         else if (p.stored)
@@ -260,6 +274,7 @@ class ScanStore {
       this.nextHistoryId = firstHistoryId;
       throw err;
     }
+    this.rereads.committed(log);
     this.events.committed();
     // A stored position was committed before this batch: its copy in `positions` is the old place.
     const movesByOrg = new Map<number, Parameters<ReportIndex['movedMany']>[1][number][]>();
@@ -399,7 +414,7 @@ class ScanStore {
   private loadPositions(assetIds: number[]): void {
     const rows = this.s.positions.all(JSON.stringify(assetIds)) as PositionRow[];
     for (const assetId of assetIds) this.positions.set(assetId, null);
-    for (const row of rows) this.positions.set(row.asset_id, positionOf(row));
+    for (const row of rows) this.positions.set(row.asset_id, positionOf(laidOver(this.rereads, row)));
   }
 
   private resolveLocation(orgId: number, ref: LocationRef): number {
@@ -433,7 +448,7 @@ class ScanStore {
     let committed = this.positions.get(assetId);
     if (committed === undefined) {
       const row = this.s.position.get(assetId) as PositionRow | undefined;
-      committed = row === undefined ? null : positionOf(row);
+      committed = row === undefined ? null : positionOf(laidOver(this.rereads, row));
       this.positions.set(assetId, committed);
     }
     if (committed === null) return undefined;
@@ -539,7 +554,9 @@ function remember(cache: Map<string, number> | Set<string>, key: string, value: 
   else cache.add(key);
 }
 
-const storeOf = shardState((shard: ShardWriter) => new ScanStore(shard.writer, reportIndexOf(shard), eventLogOf(shard)));
+const storeOf = shardState(
+  (shard: ShardWriter) => new ScanStore(shard.writer, reportIndexOf(shard), eventLogOf(shard), rereadLogOf(shard)),
+);
 
 /**
  * Applies canonical scans to a shard in one SQLite transaction, through the shard's mailbox.

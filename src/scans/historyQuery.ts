@@ -5,6 +5,7 @@ import type { TagView } from '../masterdata/fields.js';
 import type { Shard } from '../shards/shard.js';
 import { sqlBuilder } from '../storage/sqlite.js';
 import type { HistoryEvent } from './schemas/historyEvent.js';
+import { laidOver, readerOverlayOf } from './rereadLog.js';
 
 export interface HistoryFilters {
   from?: number;
@@ -29,6 +30,7 @@ interface HistoryRow {
 }
 
 interface OpenVisit {
+  asset_id: number;
   visit_id: number;
   last_seen_at: number;
   visit_read_count: number;
@@ -86,9 +88,10 @@ export function assetHistory(shard: Shard, assetId: number, f: HistoryFilters, n
 }
 
 function historyPage(shard: Shard, assetId: number, f: HistoryFilters, now: number): Page<HistoryEvent> {
-  const open = shard.readerStatements
-    .get('SELECT visit_id, last_seen_at, visit_read_count, visit_count FROM scan_positions WHERE asset_id = ?')
+  const row = shard.readerStatements
+    .get('SELECT asset_id, visit_id, last_seen_at, visit_read_count, visit_count FROM scan_positions WHERE asset_id = ?')
     .get(assetId) as OpenVisit | undefined;
+  const open = row === undefined ? undefined : laidOver(readerOverlayOf(shard).catchUp(), row);
   const base = sqlBuilder('scan_history as h').leftJoin('locations as l', 'l.id', 'h.location_id').where('h.asset_id', assetId);
   if (f.from !== undefined) base.where('h.event_observed_at', '>=', f.from);
   if (f.to !== undefined) base.where('h.event_observed_at', '<=', f.to);

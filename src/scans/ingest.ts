@@ -123,6 +123,12 @@ class ScanConsumer {
   private readonly loop: Promise<void>;
   private readonly historyGapMs: number;
   private readonly eventIdRetentionMs: number;
+  /**
+   * Tests only (TRACKD_TEST_FOLD_SLICE): positions each batch folds the re-read log into
+   * (rereadLog.ts; default DEFAULT_FOLD_SLICE), so that a small data set takes several batches per
+   * fold cycle. Carried in the batch's options, so a replay of its records folds the same slices.
+   */
+  private readonly foldSlice = Number(process.env.TRACKD_TEST_FOLD_SLICE) || undefined;
   /** Connected and consuming (readiness). */
   ready = false;
   /** The durable consumer's name: the source's, or per shard (`trackd-scans-s3`) in cluster mode. */
@@ -446,7 +452,7 @@ class ScanConsumer {
     const outcomes = await applyScanBatch(
       shard,
       batch.flatMap((b) => b.items),
-      { historyGapMs: this.historyGapMs, eventIdRetentionMs: this.eventIdRetentionMs, now },
+      { historyGapMs: this.historyGapMs, eventIdRetentionMs: this.eventIdRetentionMs, foldSlice: this.foldSlice, now },
     );
     if (this.services.logger.isLevelEnabled('debug'))
       this.services.logger.debug(

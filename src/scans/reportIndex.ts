@@ -4,6 +4,7 @@ import type { ShardWriter } from '../shards/writer.js';
 import type { Db } from '../storage/sqlite.js';
 import { RankIndex, unionEntries } from './rankIndex.js';
 import { SubtreeTotals, type TreeLink } from './subtreeTotals.js';
+import { laidOver, rereadLogOf, SEEN_FUNCTION, type RereadOverlay } from './rereadLog.js';
 
 interface PositionLiveness {
   asset_id: number;
@@ -11,6 +12,8 @@ interface PositionLiveness {
   org_id: number;
   location_id: number;
   last_seen_at: number;
+  visit_id: number;
+  visit_read_count: number;
   asset_deleted_at: number | null;
   asset_valid_from: number;
   asset_valid_to: number | null;
@@ -27,7 +30,7 @@ interface Dirty {
 }
 
 const POSITION_COLUMNS = `p.asset_id, a.external_key AS asset_external_key, p.org_id, p.location_id, p.last_seen_at,
-  p.asset_deleted_at, p.asset_valid_from, p.asset_valid_to FROM scan_positions p JOIN assets a ON a.id = p.asset_id`;
+  p.visit_id, p.visit_read_count, p.asset_deleted_at, p.asset_valid_from, p.asset_valid_to FROM scan_positions p JOIN assets a ON a.id = p.asset_id`;
 
 /** The live positions at one location: in -asset_last_seen order, and by asset id (the tiebreak of the location_external_key sort). */
 class LocationGroup {
@@ -294,7 +297,12 @@ export class ReportIndex {
   private settledSince = Number.NEGATIVE_INFINITY;
   private readonly byAsset;
 
-  constructor(db: Db, now: number) {
+  /** `rereads`: the re-read log's latest entries, laid over every last_seen_at read from scan_positions. */
+  constructor(
+    db: Db,
+    now: number,
+    private readonly rereads: RereadOverlay,
+  ) {
     this.judgedAt = now;
     this.byAsset = db.prepare(`SELECT ${POSITION_COLUMNS} WHERE p.asset_id = ?`);
     this.locationKey = db.prepare('SELECT external_key FROM locations WHERE id = ?').pluck();
@@ -320,13 +328,15 @@ export class ReportIndex {
       return null;
     });
     // A liveness change reaches scan_positions from a trigger on assets, so the key read here is the
-    // one the position was judged with; a rename passes the old key itself.
+    // one the position was judged with; a rename passes the old key itself. last_seen_at with the
+    // re-read log laid over (rereads registered the function on this connection).
+    const seenOld = `${SEEN_FUNCTION}(OLD.asset_id, OLD.visit_id, OLD.visit_read_count, OLD.last_seen_at)`;
     db.exec(`
       CREATE TEMP TRIGGER IF NOT EXISTS report_index_liveness AFTER UPDATE OF asset_deleted_at, asset_valid_from, asset_valid_to ON scan_positions
-      BEGIN SELECT report_index_dirty(OLD.asset_id, OLD.org_id, OLD.last_seen_at, OLD.location_id,
+      BEGIN SELECT report_index_dirty(OLD.asset_id, OLD.org_id, ${seenOld}, OLD.location_id,
         (SELECT external_key FROM assets WHERE id = OLD.asset_id)); END;
       CREATE TEMP TRIGGER IF NOT EXISTS report_index_delete AFTER DELETE ON scan_positions
-      BEGIN SELECT report_index_dirty(OLD.asset_id, OLD.org_id, OLD.last_seen_at, OLD.location_id,
+      BEGIN SELECT report_index_dirty(OLD.asset_id, OLD.org_id, ${seenOld}, OLD.location_id,
         (SELECT external_key FROM assets WHERE id = OLD.asset_id)); END;
       CREATE TEMP TRIGGER IF NOT EXISTS report_index_location_rename AFTER UPDATE OF external_key ON locations
       BEGIN SELECT report_index_location(NEW.org_id, NEW.id); END;
@@ -336,7 +346,8 @@ export class ReportIndex {
       CREATE TEMP TRIGGER IF NOT EXISTS report_index_tree_delete AFTER DELETE ON locations
       BEGIN SELECT report_index_tree(OLD.org_id, OLD.id); END;
       CREATE TEMP TRIGGER IF NOT EXISTS report_index_rename AFTER UPDATE OF external_key ON assets
-      BEGIN SELECT report_index_dirty(p.asset_id, p.org_id, p.last_seen_at, p.location_id, OLD.external_key)
+      BEGIN SELECT report_index_dirty(p.asset_id, p.org_id, ${SEEN_FUNCTION}(p.asset_id, p.visit_id, p.visit_read_count, p.last_seen_at),
+        p.location_id, OLD.external_key)
         FROM scan_positions p WHERE p.asset_id = NEW.id; END;
     `);
     // Read in table order and sorted here: SQLite's sort of a million rows cost twice the read
@@ -347,11 +358,14 @@ export class ReportIndex {
     const cols = Array.from({ length: 7 }, () => new Float64Array(n));
     let count = 0;
     const table = db
-      .prepare('SELECT asset_id, org_id, location_id, last_seen_at, asset_deleted_at, asset_valid_from, asset_valid_to FROM scan_positions')
+      .prepare(
+        'SELECT asset_id, org_id, location_id, last_seen_at, asset_deleted_at, asset_valid_from, asset_valid_to, visit_id, visit_read_count FROM scan_positions',
+      )
       .raw()
       .iterate() as IterableIterator<(number | null)[]>;
     for (const row of table) {
       for (let c = 0; c < 7; c++) cols[c]![count] = row[c] ?? Number.NaN;
+      cols[3]![count] = rereads.lastSeen(row[0] as number, row[7] as number, row[8] as number, row[3] as number);
       count++;
     }
     const [assetIds, orgIds, locationIds, seen, deletedAt, validFrom, validTo] = cols as [Float64Array, ...Float64Array[]];
@@ -366,6 +380,8 @@ export class ReportIndex {
         org_id: orgIds![i]!,
         location_id: locationIds![i]!,
         last_seen_at: seen![i]!,
+        visit_id: 0,
+        visit_read_count: 0,
         asset_deleted_at: Number.isNaN(deletedAt![i]!) ? null : deletedAt![i]!,
         asset_valid_from: validFrom![i]!,
         asset_valid_to: Number.isNaN(validTo![i]!) ? null : validTo![i]!,
@@ -418,8 +434,14 @@ export class ReportIndex {
   private rejudge(d: Dirty): void {
     const { assetId, orgId, lastSeenAt, locationId, key } = d;
     this.orgs.get(orgId)?.remove(assetId, lastSeenAt, locationId, key);
-    const row = this.byAsset.get(assetId) as PositionLiveness | undefined;
+    const row = this.position(assetId);
     if (row !== undefined) this.judge(row);
+  }
+
+  /** A committed position as the index ranks it (its last_seen_at with the re-read log laid over). */
+  private position(assetId: number): PositionLiveness | undefined {
+    const row = this.byAsset.get(assetId) as PositionLiveness | undefined;
+    return row === undefined ? undefined : laidOver(this.rereads, row);
   }
 
   /**
@@ -434,7 +456,7 @@ export class ReportIndex {
     locationId: number,
   ): void {
     if (before === undefined) {
-      const row = this.byAsset.get(assetId) as PositionLiveness | undefined;
+      const row = this.position(assetId);
       if (row !== undefined) this.judge(row);
       return;
     }
@@ -488,7 +510,7 @@ export class ReportIndex {
     if (ids.length === 0) return;
     this.settledSince = Math.max(this.settledSince, latest);
     for (const assetId of new Set(ids)) {
-      const row = this.byAsset.get(assetId) as PositionLiveness | undefined;
+      const row = this.position(assetId);
       if (row === undefined) continue;
       this.orgs.get(row.org_id)?.remove(assetId, row.last_seen_at, row.location_id, row.asset_external_key);
       this.judge(row);
@@ -590,7 +612,7 @@ export class ReportIndex {
 
 /** The shard's report index, built on first use (the shard worker builds it at start). */
 export const reportIndexOf = shardState((shard: ShardWriter) => {
-  const index = new ReportIndex(shard.writer, shard.now || Date.now());
+  const index = new ReportIndex(shard.writer, shard.now || Date.now(), rereadLogOf(shard));
   shard.afterEachCommand(() => index.settle());
   return index;
 });

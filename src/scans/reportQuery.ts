@@ -8,6 +8,7 @@ import { textIndexQuery, textIndexTable } from '../masterdata/textIndex.js';
 import type { Shard } from '../shards/shard.js';
 import { sqlBuilder } from '../storage/sqlite.js';
 import { reportPageCommand } from './reportIndex.js';
+import { laidOver, readerOverlayOf, SEEN_FUNCTION } from './rereadLog.js';
 import type { AssetLocationItem } from './schemas/assetLocationItem.js';
 
 export interface ReportFilters {
@@ -47,22 +48,26 @@ export interface ReportRow {
   location_id: number | null;
   location_external_key: string | null;
   last_seen_at: number;
+  visit_id: number;
+  visit_read_count: number;
   asset_deleted_at: number | null;
 }
 
 /** The rows of one page, by asset id, in one cached statement (ids passed as a JSON array). */
 const PAGE_ROWS = `SELECT p.asset_id, a.external_key AS asset_external_key, p.location_id, ${LOCATION_KEY} AS location_external_key,
-    p.last_seen_at, a.deleted_at AS asset_deleted_at
+    p.last_seen_at, p.visit_id, p.visit_read_count, a.deleted_at AS asset_deleted_at
   FROM scan_positions p JOIN assets a ON a.id = p.asset_id LEFT JOIN locations l ON l.id = p.location_id
   WHERE p.asset_id IN (SELECT value FROM json_each(?))`;
 
 /** How often a page is asked of the index again when a commit changed its rows in between, before SQLite answers it. */
 const INDEX_ATTEMPTS = 3;
 
+/** The rows by id, last_seen_at with the re-read log laid over; inside a read transaction (the log's rows and the positions from one snapshot). */
 function pageRows(shard: Shard, ids: number[]): Map<number, ReportRow> {
   const byId = new Map<number, ReportRow>();
   if (ids.length === 0) return byId;
-  for (const r of shard.readerStatements.get(PAGE_ROWS).all(JSON.stringify(ids)) as ReportRow[]) byId.set(r.asset_id, r);
+  const overlay = readerOverlayOf(shard).catchUp();
+  for (const r of shard.readerStatements.get(PAGE_ROWS).all(JSON.stringify(ids)) as ReportRow[]) byId.set(r.asset_id, laidOver(overlay, r));
   return byId;
 }
 
@@ -187,7 +192,7 @@ export async function indexedReport(
     if (page === undefined) return undefined;
     // The rows come from this thread's connection, which may already see a later commit: the page
     // stands only if every row is still live and ranked where the index put it.
-    const byId = pageRows(shard, page.ids);
+    const byId = shard.reader.transaction(() => pageRows(shard, page.ids))();
     const rows: ReportRow[] = [];
     for (let i = 0; i < page.ids.length; i++) {
       const row = byId.get(page.ids[i]!);
@@ -219,6 +224,12 @@ const LIVE_COUNT = `SELECT
  * The page's rows are then read by id.
  */
 export function assetLocationsReport(shard: Shard, orgId: number, f: ReportFilters, now: number): Page<AssetLocationItem> {
+  // One read transaction: the re-read log's rows, the count and the page from one snapshot.
+  return shard.reader.transaction(() => sqlReport(shard, orgId, f, now))();
+}
+
+function sqlReport(shard: Shard, orgId: number, f: ReportFilters, now: number): Page<AssetLocationItem> {
+  readerOverlayOf(shard).catchUp();
   const includeDeleted = f.include_deleted === true;
   const q = f.q !== undefined && f.q !== '' ? f.q : undefined;
   const sortsBy = (field: string) => f.sort.some((s) => s.field === field);
@@ -238,7 +249,7 @@ export function assetLocationsReport(shard: Shard, orgId: number, f: ReportFilte
     const page = base.clone().select('p.asset_id');
     if (sortsBy('location_external_key')) page.leftJoin('locations as l', 'l.id', 'p.location_id');
     const columns: Record<string, string> = {
-      asset_last_seen: 'p.last_seen_at',
+      asset_last_seen: `${SEEN_FUNCTION}(p.asset_id, p.visit_id, p.visit_read_count, p.last_seen_at)`,
       asset_external_key: 'a.external_key',
       location_external_key: LOCATION_KEY,
     };

@@ -12,6 +12,7 @@ import { connectNats } from '../scans/streams.js';
 import type { IdSource } from './writer.js';
 import { scanPlacement } from '../scans/placement.js';
 import { reportIndexOf } from '../scans/reportIndex.js';
+import { rereadLogOf } from '../scans/rereadLog.js';
 import './commandIndex.js';
 import { ShardGenerations } from './generations.js';
 import { ShardJournal, type JournalSettings } from './journal.js';
@@ -46,7 +47,10 @@ export interface ShardWorkerData {
 export interface ReportIndexFigures {
   positions: number;
   bytes: number;
+  /** The build, with the re-read log read back before it. */
   ms: number;
+  /** Assets whose latest re-read the log held at start, not yet folded (or folded but not yet deleted). */
+  rereads: number;
 }
 
 export type ToShardWorker = { type: 'connect'; port: MessagePort } | { type: 'relay'; settings: RelaySettings } | { type: 'close' };
@@ -109,7 +113,11 @@ try {
   }
   // Built before the actor is ready, so that start-up (not the first report) pays for it.
   const building = performance.now();
-  const reportIndex = { ...reportIndexOf(writer).footprint(), ms: Math.round(performance.now() - building) };
+  const reportIndex = {
+    ...reportIndexOf(writer).footprint(),
+    ms: Math.round(performance.now() - building),
+    rereads: rereadLogOf(writer).size,
+  };
   let relay: RelayThread | undefined;
   let dispatcher: WebhookDispatcher | undefined;
   let dispatcherStarting: Promise<void> | undefined;

@@ -1,10 +1,10 @@
-import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import t, { type Test } from 'tap';
 import { type AssetsClient, assetsClient } from '../helpers/assets.js';
 import { rng } from '../helpers/random.js';
 import { consumerReaches, drained, natsClient, publish, scanBody } from '../helpers/scans.js';
-import { eventually, spawnTrackd, startNats, startTrackd, testClock, type Teardown } from '../helpers/trackd.js';
+import { iso, shardDb, sqlVisits, type Visit } from '../helpers/shardTruth.js';
+import { eventually, spawnTrackd, startNats, startTrackd, testClock } from '../helpers/trackd.js';
 
 /**
  * What the writer keeps so that reads need not count or walk (issue 13) against the plain SQL
@@ -14,48 +14,6 @@ import { eventually, spawnTrackd, startNats, startTrackd, testClock, type Teardo
  * (master_live_counts less the rows outside their validity window) after random creates, patches
  * of is_active and validity, deletes, clock moves past boundaries, and restarts.
  */
-
-interface Visit {
-  event_observed_at: string;
-  location_id: number;
-  last_seen_at: string;
-  read_count: number;
-}
-
-const iso = (ms: number) => new Date(ms).toISOString();
-
-/** The shard file of a one-shard trackd, read-only (WAL: it sees every commit). */
-function shardDb(t: Teardown, dataDir: string): Database.Database {
-  const db = new Database(path.join(dataDir, 'shards', 'shard-0.sqlite'), { readonly: true, fileMustExist: true });
-  t.teardown(() => db.close());
-  return db;
-}
-
-/** An asset's visits the plain way: every history row in order, the open one with its position's running figures. */
-function sqlVisits(db: Database.Database, assetId: number, desc: boolean, from?: number, to?: number): Visit[] {
-  const dir = desc ? 'DESC' : 'ASC';
-  const rows = db
-    .prepare(
-      `SELECT h.event_observed_at, h.location_id,
-         CASE WHEN p.visit_id = h.id THEN p.last_seen_at ELSE h.last_seen_at END AS last_seen_at,
-         CASE WHEN p.visit_id = h.id THEN p.visit_read_count ELSE h.read_count END AS read_count
-       FROM scan_history h LEFT JOIN scan_positions p ON p.asset_id = h.asset_id
-       WHERE h.asset_id = ? AND h.event_observed_at >= ? AND h.event_observed_at <= ?
-       ORDER BY h.event_observed_at ${dir}, h.id ${dir}`,
-    )
-    .all(assetId, from ?? -1, to ?? Number.MAX_SAFE_INTEGER) as {
-    event_observed_at: number;
-    location_id: number;
-    last_seen_at: number;
-    read_count: number;
-  }[];
-  return rows.map((r) => ({
-    event_observed_at: iso(r.event_observed_at),
-    location_id: r.location_id,
-    last_seen_at: iso(r.last_seen_at),
-    read_count: r.read_count,
-  }));
-}
 
 /** Every page of an asset's history through the API, with the total_count each page gave. */
 async function apiVisits(api: AssetsClient, assetId: number, limit: number, query: string): Promise<{ totals: number[]; visits: Visit[] }> {

@@ -1,0 +1,232 @@
+import type { Shard } from '../shards/shard.js';
+import { shardState } from '../shards/state.js';
+import type { ShardWriter } from '../shards/writer.js';
+import type { Db } from '../storage/sqlite.js';
+
+/**
+ * The re-read log (migration 017, docs/field-rereads.md): a re-read that only extends its open visit
+ * is appended to scan_rereads instead of rewriting its scan_positions row, and each scan batch folds
+ * one slice of scan_positions. Whoever reads an open visit's last_seen_at or read count lays the
+ * latest log row of the asset over its scan_positions row (RereadOverlay): the writer from memory
+ * (it appended every row), each reading thread from the log rows it has read so far (it reads the
+ * new ones, in seq order, inside the read transaction of the request), an export from the log as
+ * its own snapshot holds it.
+ */
+
+/** The latest logged re-read of an asset. */
+export interface Reread {
+  seq: number;
+  visitId: number;
+  lastSeenAt: number;
+  readCount: number;
+}
+
+/**
+ * Most positions one scan batch folds (the next ones in asset-id order after the fold's cursor). A
+ * batch folds FOLD_PER_POSITION positions per position it touched, at least MIN_FOLD_SLICE, at most
+ * this: the fold's work follows the batch's size (a small batch does not pay for a big slice), and a
+ * fold cycle spans about positions / 4 re-read assets, which bounds the log's rows (two cycles) at
+ * about half the positions.
+ */
+export const DEFAULT_FOLD_SLICE = 262_144;
+const FOLD_PER_POSITION = 4;
+const MIN_FOLD_SLICE = 1024;
+
+/** The positions a batch that touched `positions` positions folds, with `most` the cap (ApplyOptions.foldSlice). */
+export function foldSliceOf(positions: number, most = DEFAULT_FOLD_SLICE): number {
+  return Math.max(1, Math.min(most, Math.max(MIN_FOLD_SLICE, positions * FOLD_PER_POSITION)));
+}
+
+/** The SQL function that gives a position's last_seen_at with the log laid over it: reread_seen(asset_id, visit_id, visit_read_count, last_seen_at). */
+export const SEEN_FUNCTION = 'reread_seen';
+
+const LOG_COLUMNS = 'seq, asset_id, visit_id, last_seen_at, visit_read_count';
+
+/**
+ * The latest logged re-read per asset, laid over scan_positions rows: it counts only when it names
+ * the row's visit and has the greater read count (both only grow within a visit; a move or a new
+ * visit writes scan_positions itself, so a log row of another visit is older than the row).
+ */
+export class RereadOverlay {
+  protected readonly latest = new Map<number, Reread>();
+
+  /** The re-read that is newer than a scan_positions row (asset, visit, read count), if any. */
+  over(assetId: number, visitId: number, readCount: number): Reread | undefined {
+    const r = this.latest.get(assetId);
+    return r !== undefined && r.visitId === visitId && r.readCount > readCount ? r : undefined;
+  }
+
+  lastSeen(assetId: number, visitId: number, readCount: number, lastSeenAt: number): number {
+    return this.over(assetId, visitId, readCount)?.lastSeenAt ?? lastSeenAt;
+  }
+
+  /** Log rows in seq order (raw: seq, asset_id, visit_id, last_seen_at, visit_read_count); returns the last seq. */
+  protected take(rows: Iterable<number[]>, through: number): number {
+    let last = through;
+    for (const [seq, assetId, visitId, lastSeenAt, readCount] of rows as Iterable<[number, number, number, number, number]>) {
+      this.latest.set(assetId, { seq, visitId, lastSeenAt, readCount });
+      last = seq;
+    }
+    return last;
+  }
+
+  /** Registers reread_seen on a connection, answering from this overlay (the SQL report path's sort). */
+  registerOn(db: Db): void {
+    db.function(SEEN_FUNCTION, { deterministic: false, varargs: false }, (assetId, visitId, readCount, lastSeenAt) =>
+      this.lastSeen(assetId as number, visitId as number, readCount as number, lastSeenAt as number),
+    );
+  }
+}
+
+/** Lays a row's figures over: the row with its last_seen_at (and read count) replaced by the log's when newer. */
+export function laidOver<R extends { asset_id: number; visit_id: number; visit_read_count: number; last_seen_at: number }>(
+  overlay: RereadOverlay,
+  row: R,
+): R {
+  const r = overlay.over(row.asset_id, row.visit_id, row.visit_read_count);
+  if (r === undefined) return row;
+  row.last_seen_at = r.lastSeenAt;
+  row.visit_read_count = r.readCount;
+  return row;
+}
+
+/** The log as one connection's snapshot holds it (an export's): to be called inside its read transaction. */
+export function overlayOf(db: Db): RereadOverlay {
+  const overlay = new SnapshotOverlay();
+  overlay.load(db);
+  return overlay;
+}
+
+class SnapshotOverlay extends RereadOverlay {
+  load(db: Db): void {
+    this.take(db.prepare(`SELECT ${LOG_COLUMNS} FROM scan_rereads ORDER BY seq`).raw().iterate() as Iterable<number[]>, 0);
+  }
+}
+
+/**
+ * A reading thread's overlay of one shard: the log rows it has read, minus those the fold has
+ * since written into scan_positions and deleted (seq at or below folded_through). Requests on a
+ * thread take snapshots in time order, so the rows read so far are all at or before the current one.
+ */
+class ReaderOverlay extends RereadOverlay {
+  private through = 0;
+  private pruned = 0;
+
+  constructor(private readonly shard: Shard) {
+    super();
+    this.registerOn(shard.reader);
+  }
+
+  /** Reads the log rows appended since the last call; inside the read transaction of the queries it is laid over. */
+  catchUp(): this {
+    const statements = this.shard.readerStatements;
+    const folded = statements.get('SELECT folded_through FROM scan_reread_fold WHERE id = 1').pluck().get() as number;
+    if (folded > this.pruned) {
+      for (const [assetId, r] of this.latest) if (r.seq <= folded) this.latest.delete(assetId);
+      this.pruned = folded;
+    }
+    const tail = statements.get(`SELECT ${LOG_COLUMNS} FROM scan_rereads WHERE seq > ? ORDER BY seq`).raw();
+    this.through = this.take(tail.iterate(Math.max(this.through, folded)) as Iterable<number[]>, this.through);
+    return this;
+  }
+}
+
+/** This thread's overlay of the shard (call catchUp() inside the request's read transaction). */
+export const readerOverlayOf = shardState((shard: Shard) => new ReaderOverlay(shard));
+
+/** What a scan batch did to the log, applied to the writer's overlay once it committed. */
+export interface RereadBatch {
+  appended: [number, Reread][];
+  /** Assets whose entry the batch's fold wrote into scan_positions. */
+  folded: number[];
+  /** Assets whose scan_positions row the batch wrote itself (a move, a new visit): their entry is older. */
+  written: number[];
+}
+
+/**
+ * The writer's side: appends a batch's re-reads, folds a slice per batch, and keeps the latest
+ * entry of every asset not yet folded (loaded from the log at start: rows already folded but not
+ * yet deleted then come back, and fold as no-ops, since the fold writes only greater read counts).
+ */
+export class RereadLog extends RereadOverlay {
+  private nextSeq: number;
+  private readonly s;
+
+  constructor(db: Db) {
+    super();
+    const p = (sql: string) => db.prepare(sql);
+    this.s = {
+      append: p('INSERT INTO scan_rereads (seq, asset_id, visit_id, last_seen_at, visit_read_count) VALUES (?, ?, ?, ?, ?)'),
+      state: p('SELECT cursor, cycle_seq, folded_through FROM scan_reread_fold WHERE id = 1'),
+      slice: p('SELECT asset_id FROM scan_positions WHERE asset_id > ? ORDER BY asset_id LIMIT ?').pluck(),
+      fold: p(
+        'UPDATE scan_positions SET last_seen_at = ?, visit_read_count = ? WHERE asset_id = ? AND visit_id = ? AND visit_read_count < ?',
+      ),
+      deleteThrough: p('DELETE FROM scan_rereads WHERE seq <= ?'),
+      saveState: p('UPDATE scan_reread_fold SET cursor = ?, cycle_seq = ?, folded_through = ? WHERE id = 1'),
+    };
+    const { folded_through } = this.s.state.get() as FoldState;
+    const last = this.take(p(`SELECT ${LOG_COLUMNS} FROM scan_rereads ORDER BY seq`).raw().iterate() as Iterable<number[]>, 0);
+    this.nextSeq = Math.max(last, folded_through) + 1;
+    this.registerOn(db);
+  }
+
+  /** Entries not yet folded (for start-up logs and the README's figures). */
+  get size(): number {
+    return this.latest.size;
+  }
+
+  begin(): RereadBatch {
+    return { appended: [], folded: [], written: [] };
+  }
+
+  /**
+   * Inside a batch's transaction, before its own writes: writes the entries of the next `slice`
+   * positions after the cursor into scan_positions; at the end of scan_positions, deletes the log
+   * rows of the cycle before and starts a new one.
+   */
+  fold(batch: RereadBatch, slice: number): void {
+    const state = this.s.state.get() as FoldState;
+    // The slice's positions, in asset-id order (consecutive rows share pages): a walk of the slice, not of the entries.
+    let seen = 0;
+    let end = state.cursor;
+    for (const assetId of this.s.slice.iterate(state.cursor, slice) as IterableIterator<number>) {
+      seen++;
+      end = assetId;
+      if (this.latest.has(assetId)) batch.folded.push(assetId);
+    }
+    for (const assetId of batch.folded) {
+      const r = this.latest.get(assetId)!;
+      this.s.fold.run(r.lastSeenAt, r.readCount, assetId, r.visitId, r.readCount);
+    }
+    if (seen === slice) this.s.saveState.run(end, state.cycle_seq, state.folded_through);
+    else {
+      this.s.deleteThrough.run(state.cycle_seq);
+      this.s.saveState.run(0, this.nextSeq - 1, state.cycle_seq);
+    }
+  }
+
+  /** Inside the batch's transaction, after fold(): logs a re-read (calls in asset-id order, so seqs are a function of the batch). */
+  append(batch: RereadBatch, assetId: number, visitId: number, lastSeenAt: number, readCount: number): void {
+    const seq = this.nextSeq + batch.appended.length;
+    this.s.append.run(seq, assetId, visitId, lastSeenAt, readCount);
+    batch.appended.push([assetId, { seq, visitId, lastSeenAt, readCount }]);
+  }
+
+  /** After the batch committed (never after a rollback: then nothing of it happened). */
+  committed(batch: RereadBatch): void {
+    for (const assetId of batch.folded) this.latest.delete(assetId);
+    for (const assetId of batch.written) this.latest.delete(assetId);
+    for (const [assetId, r] of batch.appended) this.latest.set(assetId, r);
+    this.nextSeq += batch.appended.length;
+  }
+}
+
+interface FoldState {
+  cursor: number;
+  cycle_seq: number;
+  folded_through: number;
+}
+
+/** The shard writer's re-read log, loaded on first use (before the report index, which lays it over its rows). */
+export const rereadLogOf = shardState((shard: ShardWriter) => new RereadLog(shard.writer));
