@@ -24,6 +24,7 @@ import { EventRelay, type RelaySettings } from '../events/relay.js';
 import { recordProgress } from '../webhooks/commands.js';
 import { WebhookDispatcher, type WebhookSettings } from '../webhooks/dispatcher.js';
 import type { CommandAnswer } from './mailbox.js';
+import { RoundActor } from './rounds.js';
 import { SnapshotSchedule, type SnapshotPolicy } from './snapshotSchedule.js';
 import { ShardWriter, shardFile } from './writer.js';
 
@@ -109,6 +110,8 @@ try {
   // Built before the actor is ready, so that start-up (not the first report) pays for it.
   const building = performance.now();
   const reportIndex = { ...reportIndexOf(writer).footprint(), ms: Math.round(performance.now() - building) };
+  // Without a journal, the commands that arrive together commit together (rounds.ts).
+  const rounds = actor === undefined ? new RoundActor(writer) : undefined;
   let relay: EventRelay | undefined;
   let relayStarting: Promise<void> | undefined;
   let dispatcher: WebhookDispatcher | undefined;
@@ -121,8 +124,8 @@ try {
       if (command.name.startsWith('webhooks.') && command.name !== recordProgress.name) dispatcher?.reload();
       else dispatcher?.wake();
     };
-    if (actor === undefined) answered(writer.execute(command));
-    else actor.submit(command, answered);
+    if (rounds !== undefined) rounds.submit(command, answered);
+    else actor!.submit(command, answered);
   };
   let localIds = 0;
   const prune = (before: number, throughPos: number) =>
@@ -161,8 +164,10 @@ try {
       await dispatcherStarting?.catch(() => undefined);
       await dispatcher?.stop();
       for (const port of ports) port.close();
-      if (actor === undefined) writer.close();
-      else {
+      if (rounds !== undefined) {
+        rounds.drain();
+        rounds.current().close();
+      } else if (actor !== undefined) {
         await schedule?.close();
         await actor.idle();
         actor.current()?.close();
