@@ -127,7 +127,15 @@ while (!generator.done && failure === undefined) {
 }
 while (inFlight > 0) await new Promise<void>((r) => (wake = r));
 const seconds = (performance.now() - started) / 1000;
-if (failure !== undefined) throw failure;
+if (failure !== undefined) {
+  // The runner reports the last lines of stderr, which a stack trace fills: the cause goes last, on one line.
+  const e = failure as { name?: unknown; message?: unknown; code?: unknown; stack?: unknown };
+  process.stderr.write(`${String(e.stack ?? e.message)}\n`);
+  process.stderr.write(
+    `publish failed (${published} of ${sent} sent were acked): ${String(e.name)}: ${String(e.message)}${e.code === undefined ? '' : ` (code ${String(e.code)})`}\n`,
+  );
+  process.exit(1);
+}
 generator.savePositions();
 publishingDone = true;
 await poller;

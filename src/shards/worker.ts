@@ -26,6 +26,7 @@ import { RelayThread } from '../events/relayThread.js';
 import { recordProgress } from '../webhooks/commands.js';
 import { WebhookDispatcher, type WebhookSettings } from '../webhooks/dispatcher.js';
 import type { CommandAnswer } from './mailbox.js';
+import { RoundActor } from './rounds.js';
 import { SnapshotSchedule, type SnapshotPolicy } from './snapshotSchedule.js';
 import { ShardWriter, shardFile } from './writer.js';
 
@@ -118,6 +119,8 @@ try {
     ms: Math.round(performance.now() - building),
     rereads: rereadLogOf(writer).size,
   };
+  // Without a journal, the commands that arrive together commit together (rounds.ts).
+  const rounds = actor === undefined ? new RoundActor(writer) : undefined;
   let relay: RelayThread | undefined;
   let dispatcher: WebhookDispatcher | undefined;
   let dispatcherStarting: Promise<void> | undefined;
@@ -129,8 +132,8 @@ try {
       if (command.name.startsWith('webhooks.') && command.name !== recordProgress.name) dispatcher?.reload();
       else dispatcher?.wake();
     };
-    if (actor === undefined) answered(writer.execute(command));
-    else actor.submit(command, answered);
+    if (rounds !== undefined) rounds.submit(command, answered);
+    else actor!.submit(command, answered);
   };
   let localIds = 0;
   const prune = (before: number, throughPos: number) =>
@@ -160,8 +163,10 @@ try {
       await dispatcherStarting?.catch(() => undefined);
       await dispatcher?.stop();
       for (const port of ports) port.close();
-      if (actor === undefined) writer.close();
-      else {
+      if (rounds !== undefined) {
+        rounds.drain();
+        rounds.current().close();
+      } else if (actor !== undefined) {
         await schedule?.close();
         await actor.idle();
         actor.current()?.close();

@@ -161,6 +161,18 @@ export class ShardWriter {
     this.statements.get('COMMIT').run();
   }
 
+  /**
+   * A writer over the same connection with none of the writer-side state of features (statements,
+   * the report index, caches), which after a round that did not commit may have followed it; its
+   * record sink and id blocks carry over.
+   */
+  renewed(): ShardWriter {
+    const fresh = new ShardWriter(this.index, this.writer, this.idSource, this.generations, this.ports, this.stopCheckpoints);
+    fresh.sink = this.sink;
+    for (const [entity, block] of this.ids) fresh.ids.set(entity, block);
+    return fresh;
+  }
+
   /** Undoes an open round (a no-op when SQLite already rolled it back itself, as it may on a full disk). */
   rollback(): void {
     if (this.writer.inTransaction) this.writer.exec('ROLLBACK');

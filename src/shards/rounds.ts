@@ -1,0 +1,106 @@
+import { commandNamed } from './commands.js';
+import { decodeError, encodeError, type CommandAnswer, type CommandMessage } from './mailbox.js';
+import type { ShardWriter, Staged } from './writer.js';
+
+type Reply = (answer: CommandAnswer) => void;
+
+interface Pending {
+  message: CommandMessage;
+  reply: Reply;
+}
+
+/** Most commands in one round: bounds what a command waits for the others of its round. */
+export const MAX_ROUND = 64;
+
+/** Whether a command may share a round: a state change that runs in the transaction it is given. */
+function sharesRounds(message: CommandMessage): boolean {
+  const command = commandNamed(message.name);
+  return command?.recorded === true && !command.ownsTransaction;
+}
+
+/**
+ * The shard actor without a journal (single node). The writes that arrived together (in one turn of
+ * the event loop, as under a load of many connections) commit in one transaction, each in a
+ * savepoint so that its failure undoes it alone, and are answered after that commit. Each commit
+ * writes the pages those commands share once (the q text index's new segment and structure, the
+ * event log's head and last page, the tables' last pages) instead of once per command: a write with
+ * its text index row and its event cost the shard thread twice the CPU committed alone (README,
+ * "Single node since the cluster work"). A command alone, a read-only one and one that owns its
+ * transaction (a scan batch) run as before, one transaction each, in arrival order.
+ *
+ * A round that does not commit (a full disk) is rolled back and each of its commands answered with
+ * the failure (or its own); the writer-side state, which followed the commands staged in it (the
+ * report index's positions), is dropped for a fresh writer over the same connection (`renewed`).
+ */
+export class RoundActor {
+  private queue: Pending[] = [];
+  private scheduled = false;
+
+  constructor(private writer: ShardWriter) {}
+
+  submit(message: CommandMessage, reply: Reply): void {
+    this.queue.push({ message, reply });
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.drain());
+    }
+  }
+
+  /** The writer now (another one after a round that did not commit). */
+  current(): ShardWriter {
+    return this.writer;
+  }
+
+  /** Runs everything submitted so far (the scheduled turn finds nothing after it). */
+  drain(): void {
+    this.scheduled = false;
+    while (this.queue.length > 0) {
+      const pending = this.queue;
+      this.queue = [];
+      for (let i = 0; i < pending.length; ) {
+        let end = i;
+        while (end < pending.length && end - i < MAX_ROUND && sharesRounds(pending[end]!.message)) end++;
+        if (end - i > 1) {
+          this.round(pending.slice(i, end));
+          i = end;
+        } else {
+          const { message, reply } = pending[i++]!;
+          reply(this.writer.execute(message));
+        }
+      }
+    }
+  }
+
+  private round(round: Pending[]): void {
+    const writer = this.writer;
+    const staged: Staged[] = [];
+    try {
+      writer.begin();
+      for (const { message } of round) {
+        const one = writer.stage(message);
+        staged.push(one);
+        // SQLite rolls a transaction back by itself on some failures (a full disk): the round is gone.
+        if (!writer.writer.inTransaction)
+          throw one.answer.error === undefined ? new Error('the storage rolled the round back') : decodeError(one.answer.error);
+      }
+      writer.commit();
+    } catch (err) {
+      try {
+        writer.rollback();
+      } catch {
+        // The rollback's own failure changes nothing here: the writer is renewed below either way.
+      }
+      this.writer = writer.renewed();
+      const answer = encodeError(err);
+      for (let i = 0; i < round.length; i++) {
+        const failedAlone = staged[i]?.answer.error !== undefined;
+        round[i]!.reply(failedAlone ? staged[i]!.answer : { id: round[i]!.message.id, error: answer });
+      }
+      return;
+    }
+    for (let i = 0; i < round.length; i++) {
+      writer.publish(staged[i]!);
+      round[i]!.reply(staged[i]!.answer);
+    }
+  }
+}
