@@ -88,6 +88,15 @@ t.test('cluster mode: a delivery taken and acked by another client of the durabl
   await nc.flush();
   await trackd.restart();
   await eventually(async () => (await served(trackd)).length === 1, 60_000);
+  // A shard is served before its consumer's session starts: a scan published before that would be
+  // taken by the other client while trackd's session had not begun, and its start re-creates the
+  // durable at the floor (no skip to see).
+  await eventually(
+    () =>
+      // The restarted process's own log (a spawned trackd's log starts again at each restart).
+      trackd.logs().some((l) => l.msg === 'scan consumer session starts' && l.consumer === 'trackd-scans-s0'),
+    60_000,
+  );
 
   await publish(nc, `scans.${org.id}.fixed`, scanBody('L2', ['rfid:SP2'], new Date(at + 1000)));
   const first = await (async () => {
