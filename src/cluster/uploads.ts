@@ -63,13 +63,6 @@ export class StagedUploads {
     if (failed) throw failed;
   }
 
-  /** The whole of object `name` (a forwarded answer's body). */
-  async readAll(name: string): Promise<Buffer> {
-    const chunks: Uint8Array[] = [];
-    for await (const chunk of this.read(name)) chunks.push(chunk);
-    return Buffer.concat(chunks);
-  }
-
   /** Deletes object `name` (the owner has answered); a failure leaves it to age out. */
   async drop(name: string): Promise<void> {
     await (await this.store()).delete(name).catch(() => undefined);
