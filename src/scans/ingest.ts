@@ -48,6 +48,9 @@ export interface IngestOptions {
 }
 
 const ACK_WAIT_MS = 60_000;
+/** How long a session that holds nothing may wait for a delivery while messages are pending (checkStalled). */
+const STALL_MS = 20_000;
+const STALL_CHECK_MS = 5_000;
 const MAX_ACK_PENDING = 20_000;
 const DEFAULT_OPTIONS: IngestOptions = { maxBatch: 10_000, maxBatchReads: 100_000, maxMessages: 10_000, maxGatherMs: 200 };
 
@@ -118,6 +121,8 @@ class ScanConsumer {
   private absent: { from: number; to: number } | undefined;
   /** The stream holds messages not yet delivered to us (a backlog): batches gather instead of applying at once. */
   private backlog = false;
+  /** When the session last received a delivery (or began). */
+  private lastDeliveryAt = 0;
   private stopping = false;
   private streamCreated = '';
   private readonly loop: Promise<void>;
@@ -200,6 +205,18 @@ class ScanConsumer {
     void this.messages?.close();
   }
 
+  /**
+   * A session that holds nothing, while the stream has messages for it, and has received nothing
+   * for STALL_MS is stuck: its pull requests were lost (seen in the 3-node test after a nats-server
+   * leading the consumer was killed: pending 263, no waiting pull, for over a minute). It ends, and
+   * the next session pulls anew.
+   */
+  private checkStalled(): void {
+    if (this.sessionBroken || this.stopping || this.pending === 0 || this.inHand.size > 0) return;
+    if (Date.now() - this.lastDeliveryAt < STALL_MS) return;
+    this.endSession(`no delivery for ${Math.round((Date.now() - this.lastDeliveryAt) / 1000)} s with ${this.pending} messages pending`);
+  }
+
   private async run(): Promise<void> {
     const backoff = new Backoff(250);
     while (!this.stopping) {
@@ -217,7 +234,13 @@ class ScanConsumer {
         this.services.logger.info({ stream: this.source.stream, consumer: this.durable, delivered }, 'scan consumer session starts');
         this.setReady(true);
         backoff.reset();
-        for await (const msg of this.messages) this.accept(msg);
+        this.lastDeliveryAt = Date.now();
+        const watch = setInterval(() => this.checkStalled(), STALL_CHECK_MS);
+        try {
+          for await (const msg of this.messages) this.accept(msg);
+        } finally {
+          clearInterval(watch);
+        }
       } catch (err) {
         if (!this.stopping)
           this.services.logger.warn({ err: (err as Error).message, stream: this.source.stream }, 'scan consumer interrupted');
@@ -362,6 +385,7 @@ class ScanConsumer {
       return;
     }
     this.lastDelivery = info.deliverySequence;
+    this.lastDeliveryAt = Date.now();
     if (!info.redelivered && this.filter === undefined) {
       const next = this.nextStreamSeq;
       if (next !== undefined && msg.seq !== next && !this.isAbsent(next, msg.seq - 1)) {
