@@ -131,3 +131,29 @@ export function drained(nc: NatsConnection, stream = 'SCANS', durable = 'trackd-
 export function delivered(nc: NatsConnection, stream = 'SCANS', durable = 'trackd-scans'): Promise<number> {
   return consumerReaches(nc, (c, last) => c.delivered >= last, stream, durable);
 }
+
+/** Publishes `bodies` to `subject`, 500 at a time. */
+export async function publishAll(nc: NatsConnection, subject: string, bodies: Parameters<typeof publish>[2][]): Promise<void> {
+  for (let i = 0; i < bodies.length; i += 500) await Promise.all(bodies.slice(i, i + 500).map((b) => publish(nc, subject, b)));
+}
+
+/**
+ * Restarts a spawned trackd over a SCANS backlog and kills it (-9) once its consumer's ack floor
+ * reaches `floor`: mid-drain. Returns the ack floor last seen before the kill.
+ */
+export async function restartAndKillMidDrain(trackd: Trackd, nc: NatsConnection, floor: number): Promise<number> {
+  await trackd.restart();
+  let killedAt = 0;
+  await consumerReaches(
+    nc,
+    (c) => {
+      killedAt = c.ackFloor;
+      return c.ackFloor >= floor;
+    },
+    'SCANS',
+    'trackd-scans',
+  );
+  trackd.process.kill('SIGKILL');
+  await eventually(() => trackd.process.signalCode === 'SIGKILL', 5000);
+  return killedAt;
+}

@@ -2,9 +2,9 @@ import type Database from 'better-sqlite3';
 import t, { type Test } from 'tap';
 import { type AssetsClient, assetsClient } from '../helpers/assets.js';
 import { rng } from '../helpers/random.js';
-import { consumerReaches, drained, natsClient, publish, scanBody } from '../helpers/scans.js';
+import { drained, natsClient, publish, publishAll, restartAndKillMidDrain, scanBody } from '../helpers/scans.js';
 import { iso, shardDb, sqlVisits, type Visit } from '../helpers/shardTruth.js';
-import { eventually, spawnTrackd, startNats, startTrackd, testClock } from '../helpers/trackd.js';
+import { spawnTrackd, startNats, startTrackd, testClock } from '../helpers/trackd.js';
 
 /**
  * What the writer keeps so that reads need not count or walk (issue 13) against the plain SQL
@@ -150,21 +150,8 @@ t.test('kill -9 while a backlog drains: every count kept equals the rows counted
       new Date(at),
     );
   });
-  for (let i = 0; i < bodies.length; i += 500)
-    await Promise.all(bodies.slice(i, i + 500).map((b) => publish(nc, `scans.${api.orgId}.fixed`, b)));
-  await trackd.restart();
-  let killedAt = 0;
-  await consumerReaches(
-    nc,
-    (c) => {
-      killedAt = c.ackFloor;
-      return c.ackFloor >= 800;
-    },
-    'SCANS',
-    'trackd-scans',
-  );
-  trackd.process.kill('SIGKILL');
-  await eventually(() => trackd.process.signalCode === 'SIGKILL', 5000);
+  await publishAll(nc, `scans.${api.orgId}.fixed`, bodies);
+  const killedAt = await restartAndKillMidDrain(trackd, nc, 800);
   t.ok(killedAt < SCANS, `killed mid-drain (ack floor ${killedAt} of ${SCANS})`);
   await trackd.restart();
   await drained(nc);

@@ -1,8 +1,8 @@
 import t from 'tap';
 import { type AssetsClient, assetsClient } from '../helpers/assets.js';
 import { rng } from '../helpers/random.js';
-import { consumerReaches, drained, natsClient, publish, scanBody } from '../helpers/scans.js';
-import { eventually, spawnTrackd, startNats, startTrackd, testClock } from '../helpers/trackd.js';
+import { drained, natsClient, publish, publishAll, restartAndKillMidDrain, scanBody } from '../helpers/scans.js';
+import { spawnTrackd, startNats, startTrackd, testClock } from '../helpers/trackd.js';
 
 /**
  * The report's in-memory order (the shard actor's rank indexes) against a model of what the scans
@@ -265,23 +265,8 @@ t.test('kill -9 while a backlog of scans drains: after the restart the index equ
       new Date(at),
     );
   });
-  for (let i = 0; i < bodies.length; i += 500) {
-    await Promise.all(bodies.slice(i, i + 500).map((b) => publish(nc, `scans.${api.orgId}.fixed`, b)));
-  }
-
-  await trackd.restart();
-  let killedAt = 0;
-  await consumerReaches(
-    nc,
-    (c) => {
-      killedAt = c.ackFloor;
-      return c.ackFloor >= 2000;
-    },
-    'SCANS',
-    'trackd-scans',
-  );
-  trackd.process.kill('SIGKILL');
-  await eventually(() => trackd.process.signalCode === 'SIGKILL', 5000);
+  await publishAll(nc, `scans.${api.orgId}.fixed`, bodies);
+  const killedAt = await restartAndKillMidDrain(trackd, nc, 2000);
   t.ok(killedAt >= 1000 && killedAt < SCANS, `killed mid-drain, after the parked assets' scans (ack floor ${killedAt} of ${SCANS})`);
   await trackd.restart();
   await drained(nc);

@@ -2,9 +2,9 @@ import type Database from 'better-sqlite3';
 import t, { type Test } from 'tap';
 import { type AssetsClient, assetsClient } from '../helpers/assets.js';
 import { rng } from '../helpers/random.js';
-import { consumerReaches, drained, natsClient, publish, scanBody } from '../helpers/scans.js';
+import { drained, natsClient, publish, publishAll, restartAndKillMidDrain, scanBody } from '../helpers/scans.js';
 import { iso, POSITIONS, shardDb, sqlVisits, type Visit } from '../helpers/shardTruth.js';
-import { eventually, spawnTrackd, startNats, startTrackd, type Trackd } from '../helpers/trackd.js';
+import { spawnTrackd, startNats, startTrackd, type Trackd } from '../helpers/trackd.js';
 
 /**
  * Re-reads of parked tags go to a log (migration 017, src/scans/rereadLog.ts) and are folded into
@@ -310,21 +310,8 @@ t.test('kill -9 while a backlog of re-reads drains: after the restart every read
       new Date(at),
     );
   });
-  for (let i = 0; i < bodies.length; i += 500)
-    await Promise.all(bodies.slice(i, i + 500).map((b) => publish(nc, `scans.${api.orgId}.fixed`, b)));
-  await trackd.restart();
-  let killedAt = 0;
-  await consumerReaches(
-    nc,
-    (c) => {
-      killedAt = c.ackFloor;
-      return c.ackFloor >= 800;
-    },
-    'SCANS',
-    'trackd-scans',
-  );
-  trackd.process.kill('SIGKILL');
-  await eventually(() => trackd.process.signalCode === 'SIGKILL', 5000);
+  await publishAll(nc, `scans.${api.orgId}.fixed`, bodies);
+  const killedAt = await restartAndKillMidDrain(trackd, nc, 800);
   t.ok(killedAt < SCANS, `killed mid-drain (ack floor ${killedAt} of ${SCANS})`);
   const db = shardDb(t, trackd.dataDir);
   const atKill = logState(db);
