@@ -79,7 +79,8 @@ export default async function* reporter(source: AsyncIterable<TestEvent>): Async
           group.failures.push(describeFailure(data));
         }
       }
-      if (!ok) failedGroups.push(`${file} › ${data.name}`);
+      // The failures again at the end, shortened: a CI log is often read from its tail only.
+      if (!ok) failedGroups.push(`${file} › ${data.name}\n${group.failures.slice(0, 5).map((f) => `    ${f.slice(0, 600).replace(/\n/g, '\n    ')}`).join('\n')}`);
       const counts = `${group.passed} passed${group.failed ? `, ${group.failed} failed` : ''}`;
       const notes = group.notes.map((n) => `    # ${n}\n`).join('');
       yield `${ok ? '✔' : '✖'} ${file} › ${data.name}  (${counts})\n${notes}${ok ? '' : `${group.failures.join('\n')}\n`}`;
