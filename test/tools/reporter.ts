@@ -80,7 +80,13 @@ export default async function* reporter(source: AsyncIterable<TestEvent>): Async
         }
       }
       // The failures again at the end, shortened: a CI log is often read from its tail only.
-      if (!ok) failedGroups.push(`${file} › ${data.name}\n${group.failures.slice(0, 5).map((f) => `    ${f.slice(0, 600).replace(/\n/g, '\n    ')}`).join('\n')}`);
+      if (!ok)
+        failedGroups.push(
+          `${file} › ${data.name}\n${group.failures
+            .slice(0, 5)
+            .map((f) => `    ${f.slice(0, 600).replace(/\n/g, '\n    ')}`)
+            .join('\n')}`,
+        );
       const counts = `${group.passed} passed${group.failed ? `, ${group.failed} failed` : ''}`;
       const notes = group.notes.map((n) => `    # ${n}\n`).join('');
       yield `${ok ? '✔' : '✖'} ${file} › ${data.name}  (${counts})\n${notes}${ok ? '' : `${group.failures.join('\n')}\n`}`;
