@@ -45,6 +45,7 @@ export const ConfigSchema = Type.Object({
   LEASE_SECONDS: IntString(1, 3600),
   CLUSTER_STANDBYS: Type.Union([Type.Literal('on'), Type.Literal('off')]),
   SCAN_SUBJECT_PARTITIONS: Type.Union([Type.Literal('on'), Type.Literal('off')]),
+  SCAN_STALL_SECONDS: IntString(1, 3600),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -78,6 +79,7 @@ const DEFAULTS: Record<string, string> = {
   LEASE_SECONDS: '15',
   CLUSTER_STANDBYS: 'on',
   SCAN_SUBJECT_PARTITIONS: 'off',
+  SCAN_STALL_SECONDS: '20',
 };
 
 /** Cluster mode's shard count when SHARDS is unset: fixed, since every node must have the same (not its CPU count). */
@@ -104,6 +106,7 @@ const INTEGER_VARS = new Set([
   'WEBHOOK_RETRY_MAX_MS',
   'WEBHOOK_TIMEOUT_MS',
   'LEASE_SECONDS',
+  'SCAN_STALL_SECONDS',
 ]);
 
 /** Reads the configuration; a bad value throws a ConfigError whose one-line message names the variable. */

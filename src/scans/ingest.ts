@@ -48,8 +48,7 @@ export interface IngestOptions {
 }
 
 const ACK_WAIT_MS = 60_000;
-/** How long a session that holds nothing may wait for a delivery while messages are pending (checkStalled). */
-const STALL_MS = 20_000;
+/** At most how often an idle session checks whether it is stalled (checkStalled; SCAN_STALL_SECONDS is how long it may be idle). */
 const STALL_CHECK_MS = 5_000;
 const MAX_ACK_PENDING = 20_000;
 const DEFAULT_OPTIONS: IngestOptions = { maxBatch: 10_000, maxBatchReads: 100_000, maxMessages: 10_000, maxGatherMs: 200 };
@@ -123,6 +122,7 @@ class ScanConsumer {
   private backlog = false;
   /** When the session last received a delivery (or began). */
   private lastDeliveryAt = 0;
+  private checkingStall = false;
   private stopping = false;
   private streamCreated = '';
   private readonly loop: Promise<void>;
@@ -206,15 +206,29 @@ class ScanConsumer {
   }
 
   /**
-   * A session that holds nothing, while the stream has messages for it, and has received nothing
-   * for STALL_MS is stuck: its pull requests were lost (seen in the 3-node test after a nats-server
-   * leading the consumer was killed: pending 263, no waiting pull, for over a minute). It ends, and
-   * the next session pulls anew.
+   * A session that holds nothing and has received nothing for SCAN_STALL_SECONDS while the consumer
+   * has messages to deliver is stuck: its pull requests were lost (seen in the 3-node test after a
+   * nats-server leading the consumer was killed: pending 263, no waiting pull, for over a minute;
+   * the client's own heartbeat check had not pulled again). It ends, and the next session pulls anew.
+   * The consumer's pending count is asked for, not taken from the last delivery: a stall that begins
+   * once the stream is caught up has nothing pending as of its last delivery.
    */
-  private checkStalled(): void {
-    if (this.sessionBroken || this.stopping || this.pending === 0 || this.inHand.size > 0) return;
-    if (Date.now() - this.lastDeliveryAt < STALL_MS) return;
-    this.endSession(`no delivery for ${Math.round((Date.now() - this.lastDeliveryAt) / 1000)} s with ${this.pending} messages pending`);
+  private async checkStalled(): Promise<void> {
+    const stallMs = this.services.config.SCAN_STALL_SECONDS * 1000;
+    if (this.checkingStall || this.sessionBroken || this.stopping || this.inHand.size > 0) return;
+    if (Date.now() - this.lastDeliveryAt < stallMs) return;
+    this.checkingStall = true;
+    const session = this.messages;
+    try {
+      const info = await this.jsm.consumers.info(this.source.stream, this.durable);
+      const idle = Date.now() - this.lastDeliveryAt;
+      if (info.num_pending > 0 && idle >= stallMs && this.inHand.size === 0 && this.messages === session && !this.stopping)
+        this.endSession(`no delivery for ${Math.round(idle / 1000)} s with ${info.num_pending} messages pending`);
+    } catch {
+      // The broker away or electing a leader: the session's own recovery applies; checked again later.
+    } finally {
+      this.checkingStall = false;
+    }
   }
 
   private async run(): Promise<void> {
@@ -235,7 +249,8 @@ class ScanConsumer {
         this.setReady(true);
         backoff.reset();
         this.lastDeliveryAt = Date.now();
-        const watch = setInterval(() => this.checkStalled(), STALL_CHECK_MS);
+        const stallMs = this.services.config.SCAN_STALL_SECONDS * 1000;
+        const watch = setInterval(() => void this.checkStalled(), Math.min(STALL_CHECK_MS, Math.max(100, stallMs / 4)));
         try {
           for await (const msg of this.messages) this.accept(msg);
         } finally {
