@@ -20,11 +20,10 @@ import t from 'tap';
 import { shardFile } from '../../src/shards/writer.js';
 import { rendezvous } from '../../src/cluster/placement.js';
 import { drained, natsClient, publish, scanBody } from '../helpers/scans.js';
-import { served, standbyShards } from '../helpers/cluster.js';
+import { quietBeforeClaim, served, standbyShards, watchLeases } from '../helpers/cluster.js';
 import { firstDifference, tables } from '../helpers/shardWorkload.js';
 import { sharedControlPlane } from '../helpers/controlPlane.js';
 import { BIN, eventually, spawnTrackd, startNats, tempDir, type Trackd } from '../helpers/trackd.js';
-import { LEASE_BUCKET } from '../../src/cluster/leaseBucket.js';
 import { spawnSync } from 'node:child_process';
 
 const SHARDS = 4;
@@ -196,17 +195,8 @@ t.test('shards owned by lease: split, taken over from a paused node and from a k
   }
 
   // 2. Node A paused past its lease: B takes its shards over.
-  // Every write of a shard's lease, as the bucket's stream takes it, with when this client saw it:
-  // the pause can fall up to a renewal interval after A's last renewal, so "a lease period" is
-  // measured from that renewal, not from the pause.
-  const leaseWrites: { at: number; shard: number; node: string }[] = [];
-  const leaseWatch = nc.subscribe(`$KV.${LEASE_BUCKET}.shard.*`, {
-    callback: (_err, msg) => {
-      if (msg) leaseWrites.push({ at: Date.now(), shard: Number(msg.subject.split('.').pop()), node: msg.json<{ node: string }>().node });
-    },
-  });
-  t.teardown(() => leaseWatch.unsubscribe());
-  await nc.flush();
+  // The pause can fall up to a renewal interval after A's last renewal: "a lease period" is measured from that renewal.
+  const leaseWrites = await watchLeases(t, nc);
   await eventually(() => aShards.every((shard) => leaseWrites.some((w) => w.shard === shard && w.node === 'node-a')), 30_000, 50);
   a.process.kill('SIGSTOP');
   const pausedAt = Date.now();
@@ -215,9 +205,7 @@ t.test('shards owned by lease: split, taken over from a paused node and from a k
   const takeover = Date.now() - pausedAt;
   t.comment(`node B served every shard ${takeover} ms after node A stopped (lease ${LEASE_SECONDS} s)`);
   for (const shard of aShards) {
-    const claim = leaseWrites.find((w) => w.shard === shard && w.node === 'node-b');
-    const lastRenewal = leaseWrites.filter((w) => w.shard === shard && w.node === 'node-a' && w.at <= (claim?.at ?? Infinity)).pop();
-    const quiet = claim && lastRenewal ? claim.at - lastRenewal.at : -1;
+    const quiet = quietBeforeClaim(leaseWrites, shard, 'node-a', 'node-b');
     // 100 ms for the two writes' trips to this client, which need not take the same time.
     t.ok(quiet >= LEASE_SECONDS * 1000 - 100, `shard ${shard}: B claimed it ${quiet} ms after A's last renewal, not before a lease period`);
   }

@@ -1,3 +1,5 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import { LEASE_BUCKET } from '../../src/cluster/leaseBucket.js';
 import { startNats, startTrackd, type Teardown, type Trackd } from './trackd.js';
 
 /**
@@ -33,4 +35,36 @@ async function shardsFlagged(node: Trackd, metric: string): Promise<number[]> {
     if (m) shards.push(Number(m[1]));
   }
   return shards.sort((a, b) => a - b);
+}
+
+/** A write of a shard's lease as the lease bucket's stream took it, and when a watching client saw it. */
+export interface LeaseWrite {
+  at: number;
+  shard: number;
+  node: string;
+}
+
+/** Every write of a shard lease from now on, in the order seen (a plain subscription to the bucket's subjects). */
+export async function watchLeases(t: Teardown, nc: NatsConnection): Promise<LeaseWrite[]> {
+  const writes: LeaseWrite[] = [];
+  const sub = nc.subscribe(`$KV.${LEASE_BUCKET}.shard.*`, {
+    callback: (_err, msg) => {
+      if (msg) writes.push({ at: Date.now(), shard: Number(msg.subject.split('.').pop()), node: msg.json<{ node: string }>().node });
+    },
+  });
+  t.teardown(() => sub.unsubscribe());
+  await nc.flush();
+  return writes;
+}
+
+/**
+ * How long a shard's lease stood still between `from`'s last write of it and `to`'s claim: a takeover
+ * must come a lease period after the holder's last renewal, which a pause or kill can follow by up to
+ * a renewal interval (so it is not measured from the pause). -1 when either write is missing.
+ */
+export function quietBeforeClaim(writes: LeaseWrite[], shard: number, from: string, to: string): number {
+  const claim = writes.find((w) => w.shard === shard && w.node === to);
+  if (claim === undefined) return -1;
+  const renewal = writes.filter((w) => w.shard === shard && w.node === from && w.at <= claim.at).pop();
+  return renewal === undefined ? -1 : claim.at - renewal.at;
 }
