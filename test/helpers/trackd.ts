@@ -216,6 +216,25 @@ async function testEnv(
 }
 
 /** The CLI as a child process (exit status, stdout, stderr), against a test's trackd. */
+/**
+ * Runs the trackd CLI in a child process without blocking this one (cliRaw blocks it: an in-process
+ * trackd's consumer and timers on this thread then wait for the command).
+ */
+export function runCli(trackd: Pick<Trackd, 'env'>, args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...trackd.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d;
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+    });
+    child.on('error', reject).on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
 function cliProcess(env: Record<string, string>) {
   return (args: string[], extraEnv: Record<string, string> = {}) => {
     const r = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env, ...extraEnv }, encoding: 'utf8' });

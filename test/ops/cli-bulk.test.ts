@@ -6,11 +6,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { startTrackd, tempDir } from '../helpers/trackd.js';
+import { runCli, startTrackd, tempDir } from '../helpers/trackd.js';
 
 t.test('trackd import and export', async (t) => {
   const trackd = await startTrackd(t);
   const org = await trackd.createOrg('CLI bulk');
+  // Each command's time, to tell a slow machine from a stuck command (this file once ran 255 s in the suite).
+  const run = async (args: string[]) => {
+    const at = Date.now();
+    const r = await runCli(trackd, args);
+    t.comment(`trackd ${args[0]}: exit ${r.status} after ${Date.now() - at} ms`);
+    return r;
+  };
   const dir = tempDir('trackd-cli-bulk-');
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, 'assets.csv');
@@ -18,7 +25,7 @@ t.test('trackd import and export', async (t) => {
   for (let i = 1; i <= 500; i++) csv += `CLI-${i},Asset ${i},rfid:CLI-T${i}\n`;
   fs.writeFileSync(file, `${csv}CLI-1,Again,\n`);
 
-  const imported = trackd.cliRaw(['import', file, '--org', String(org.id), '--kind', 'assets']);
+  const imported = await run(['import', file, '--org', String(org.id), '--kind', 'assets']);
   t.equal(imported.status, 0, imported.stderr);
   const job = JSON.parse(imported.stdout);
   t.match(job, { status: 'completed', total_rows: 501, created: 500, failed_rows: 1, tags_created: 500 });
@@ -34,13 +41,13 @@ t.test('trackd import and export', async (t) => {
   t.match(progress[progress.length - 1], { progress: { phase: 'apply', processed_rows: 501 } }, 'the last line is the settled job');
 
   const out = path.join(dir, 'export.csv');
-  const exported = trackd.cliRaw(['export', '--org', String(org.id), '--kind', 'assets', '--format', 'csv', '--out', out]);
+  const exported = await run(['export', '--org', String(org.id), '--kind', 'assets', '--format', 'csv', '--out', out]);
   t.equal(exported.status, 0, exported.stderr);
   t.match(JSON.parse(exported.stdout), { kind: 'assets', format: 'csv', rows: 500 });
-  const again = trackd.cliRaw(['import', out, '--org', String(org.id), '--kind', 'assets', '--mode', 'upsert']);
+  const again = await run(['import', out, '--org', String(org.id), '--kind', 'assets', '--mode', 'upsert']);
   t.match(JSON.parse(again.stdout), { unchanged: 500, created: 0, updated: 0, failed_rows: 0 }, 'the export imports back as a no-op');
 
-  const dry = trackd.cliRaw(['import', file, '--org', String(org.id), '--kind', 'assets', '--mode', 'upsert', '--dry-run']);
+  const dry = await run(['import', file, '--org', String(org.id), '--kind', 'assets', '--mode', 'upsert', '--dry-run']);
   t.match(JSON.parse(dry.stdout), { dry_run: true, unchanged: 500, failed_rows: 1 });
 
   const keys = await trackd.cli(['keys', 'list', '--org', String(org.id)]);
@@ -55,7 +62,7 @@ t.test('trackd import and export', async (t) => {
     [['import', file, '--org', '999', '--kind', 'assets'], /organization 999 does not exist/],
     [['export', '--org', String(org.id), '--kind', 'assets'], /--out FILE is required/],
   ] as [string[], RegExp][]) {
-    const r = trackd.cliRaw(args);
+    const r = await run(args);
     t.equal(r.status, 1, `${args.join(' ')}: exit 1`);
     t.match(r.stderr, message);
   }

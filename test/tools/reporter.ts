@@ -29,6 +29,8 @@ interface GroupTally {
 const relative = (file: string | undefined): string => (file ?? '?').replace(`${process.cwd()}/`, '');
 const seconds = (ms: number | undefined) => `${((ms ?? 0) / 1000).toFixed(1)} s`;
 
+const RUNNER_COUNTS = /^(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) \d/;
+
 function describeFailure(data: TestEventData): string {
   const error = data.details?.error as { cause?: unknown } | undefined;
   const shown = stripVTControlCharacters(inspect(error?.cause ?? error, { depth: 3, colors: false }));
@@ -62,7 +64,8 @@ export default async function* reporter(source: AsyncIterable<TestEvent>): Async
       continue;
     }
     if (type === 'test:diagnostic') {
-      if (data.nesting > 0 && data.message !== undefined) tally(file).notes.push(data.message);
+      // A tap comment arrives at nesting 0 (tap's tests are not the runner's); the runner's own counts do too.
+      if (data.message !== undefined && (data.nesting > 0 || !RUNNER_COUNTS.test(data.message))) tally(file).notes.push(data.message);
       continue;
     }
     if (type !== 'test:pass' && type !== 'test:fail') continue;
@@ -78,6 +81,10 @@ export default async function* reporter(source: AsyncIterable<TestEvent>): Async
           failed++;
           group.failures.push(describeFailure(data));
         }
+      } else if (type === 'test:fail' && group.failed === 0) {
+        // Its assertions passed, yet it failed: an exception thrown or a timeout after them.
+        failed++;
+        group.failures.push(describeFailure(data));
       }
       // The failures again at the end, shortened: a CI log is often read from its tail only.
       if (!ok)
