@@ -1,4 +1,5 @@
 import { type LeaseBucket, RevisionMoved } from './leaseBucket.js';
+import type { Presence } from './presence.js';
 import { rendezvous } from './placement.js';
 
 /** A shard lease's value: who holds it (empty: released, free to claim at once). */
@@ -36,6 +37,14 @@ export interface LeaseSettings {
    * One period was too short for two nodes spawned together on a loaded 2-core machine (lease 5 s).
    */
   settleMs?: number;
+  /**
+   * Asks whether a node's connection is on the NATS cluster (src/cluster/presence.ts). With it, a
+   * holder whose renewals stopped and whose connection has been gone for `absentMs` (every probe in
+   * that time "no responders") loses its shards without waiting out the lease period.
+   */
+  probe?: (node: string) => Promise<Presence>;
+  /** How long a holder's connection must have been seen gone before its shards are taken (default 3 s). */
+  absentMs?: number;
 }
 
 /** Longest time between two reads of the leases (a tenth of the lease period when shorter; renewals go every third). */
@@ -43,6 +52,9 @@ const OBSERVE_MAX_MS = 1000;
 
 const shardKey = (shard: number) => `shard.${shard}`;
 const nodeKey = (node: string) => `node.${node}`;
+
+/** Probes of a gone connection needed, besides absentMs, before a holder counts as gone. */
+const ABSENT_PROBES = 2;
 
 /** What this node saw of a key: its revision, and since when (this node's clock) it has not moved. */
 interface Seen {
@@ -65,7 +77,9 @@ interface Seen {
  * 4. claims a shard when it is free (never leased, or released) or its lease has not moved for a
  *    whole period while this node's own heartbeats all succeeded since then, and this node wins
  *    the shard's rendezvous among the live nodes (heartbeat moved within a period). The claim
- *    updates the key over the revision it saw; the new revision is the fencing epoch.
+ *    updates the key over the revision it saw; the new revision is the fencing epoch. A holder
+ *    whose NATS connection every probe found gone for absentMs (probeHolders) counts as stale at
+ *    once: a killed node's shards need not wait out its lease period.
  *
  * Sticky: a holder that keeps renewing keeps its shards, whoever joins. A node that restarts and
  * finds a lease naming itself takes it back at once.
@@ -83,6 +97,8 @@ export class LeaseManager {
   private ticking: Promise<void> | undefined;
   private readonly startedAt = Date.now();
   private progress: LeaseProgress = () => undefined;
+  /** Other holders whose connection every probe since `since` found gone. */
+  private readonly absent = new Map<string, { since: number; probes: number }>();
 
   constructor(
     private readonly bucket: LeaseBucket,
@@ -167,6 +183,7 @@ export class LeaseManager {
       await this.renew();
     }
     await this.observe(now);
+    await this.probeHolders(now);
     await this.claim(now);
     this.onEvent({ kind: 'tick', held: [...this.held.keys()].sort((a, b) => a - b), live: this.liveNodes(now), renewed: renewing });
   }
@@ -206,6 +223,35 @@ export class LeaseManager {
     }
   }
 
+  /**
+   * Probes the other nodes that hold leases, at every read: a holder whose connection stays gone for
+   * absentMs is dead, and waiting out its lease period would only delay the takeover. A paused
+   * holder's subscription still takes the probe, which times out (unknown) and clears what was seen,
+   * so a pause still waits for the lease period. A wrong guess is safe: the new owner's journal
+   * entry fences the old one.
+   */
+  private async probeHolders(now: number): Promise<void> {
+    const probe = this.settings.probe;
+    if (probe === undefined) return;
+    const holders = new Set<string>();
+    for (const seen of this.seenShards.values()) if (seen.node !== '' && seen.node !== this.settings.nodeId) holders.add(seen.node);
+    for (const node of this.absent.keys()) if (!holders.has(node)) this.absent.delete(node);
+    await Promise.all(
+      [...holders].map(async (node) => {
+        const presence = await probe(node).catch((): Presence => 'unknown');
+        const before = this.absent.get(node);
+        if (presence === 'absent') this.absent.set(node, { since: before?.since ?? now, probes: (before?.probes ?? 0) + 1 });
+        else this.absent.delete(node);
+      }),
+    );
+  }
+
+  /** Whether `node`'s connection has been seen gone by every probe for absentMs (at least ABSENT_PROBES of them). */
+  private gone(node: string, now: number): boolean {
+    const absent = this.absent.get(node);
+    return absent !== undefined && absent.probes >= ABSENT_PROBES && now - absent.since >= (this.settings.absentMs ?? 3000);
+  }
+
   private async observe(now: number): Promise<void> {
     const note = (seen: Map<string | number, Seen>, key: string | number, revision: number, node: string, releasedBy?: string) => {
       const before = seen.get(key);
@@ -226,7 +272,7 @@ export class LeaseManager {
   /** Nodes whose heartbeat moved within the last period (this one included while its own beats succeed). */
   private liveNodes(now: number): string[] {
     const live = new Set<string>();
-    for (const [node, seen] of this.seenNodes) if (now - seen.since < this.settings.leaseMs) live.add(node);
+    for (const [node, seen] of this.seenNodes) if (now - seen.since < this.settings.leaseMs && !this.gone(node, now)) live.add(node);
     if (this.healthy(now)) live.add(this.settings.nodeId);
     else live.delete(this.settings.nodeId);
     return [...live].sort();
@@ -245,7 +291,11 @@ export class LeaseManager {
       const mine = seen?.node === this.settings.nodeId && seen.since >= this.startedAt;
       const free =
         (seen === undefined || seen.node === '') && now - this.startedAt >= (this.settings.settleMs ?? this.settings.leaseMs * 1.5);
-      const stale = seen !== undefined && now - seen.since >= this.settings.leaseMs && this.heartbeatFailedAt < seen.since;
+      const quietFor = seen === undefined ? 0 : now - seen.since;
+      const stale =
+        seen !== undefined &&
+        (quietFor >= this.settings.leaseMs || (this.gone(seen.node, now) && seen.since <= this.absent.get(seen.node)!.since)) &&
+        this.heartbeatFailedAt < seen.since;
       if (!mine && !free && !stale) continue;
       // A stale holder is not a candidate: its heartbeat may still move (a node whose lease renewals fail).
       // Nor is the node that released a shard, while another is live: it gave the shard up (fenced, stopping).

@@ -1,6 +1,7 @@
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { LeaseBucket, RevisionMoved } from './leaseBucket.js';
 import { LeaseManager, type LeaseEvent, type LeaseProgress } from './leases.js';
+import { answerPresence, probePresence } from './presence.js';
 import { whileJetStreamElects } from '../scans/streams.js';
 
 export interface OwnershipSettings {
@@ -42,8 +43,13 @@ export class ShardOwnership {
   private constructor(
     bucket: LeaseBucket,
     readonly settings: OwnershipSettings,
+    nc: NatsConnection,
+    private readonly presence: Subscription,
   ) {
-    this.manager = new LeaseManager(bucket, settings, (event) => this.dispatch(event));
+    const probeMs = Math.max(100, Math.min(500, Math.floor(settings.leaseMs / 10)));
+    this.manager = new LeaseManager(bucket, { ...settings, probe: (node) => probePresence(nc, node, probeMs) }, (event) =>
+      this.dispatch(event),
+    );
   }
 
   /** Opens the lease bucket, checks the cluster's shard count (recording it when first), and starts ticking. */
@@ -52,7 +58,8 @@ export class ShardOwnership {
       LeaseBucket.open(nc, settings.replicas, Math.max(100, Math.floor(settings.leaseMs / 3))),
     );
     await whileJetStreamElects(() => checkShardCount(bucket, settings.shards));
-    const ownership = new ShardOwnership(bucket, settings);
+    // Answering presence before the first heartbeat: a node that counts as live is never probed gone.
+    const ownership = new ShardOwnership(bucket, settings, nc, answerPresence(nc, settings.nodeId));
     ownership.manager.start();
     return ownership;
   }
@@ -112,6 +119,7 @@ export class ShardOwnership {
   async stop(releaseHeld = false): Promise<void> {
     await this.manager.stop();
     if (releaseHeld) for (const shard of this.held()) await this.release(shard);
+    this.presence.unsubscribe();
   }
 
   private dispatch(event: LeaseEvent): void {

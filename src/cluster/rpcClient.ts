@@ -1,5 +1,6 @@
-import { NoRespondersError, RequestError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
+import { TimeoutError, type NatsConnection } from '@nats-io/transport-node';
 import { ApiError } from '../errors/catalog.js';
+import { isNoResponders } from './presence.js';
 import { decodeAnswer, encodeRequest, rpcSubject, type ForwardedAnswer, type ForwardedRequest } from './rpcWire.js';
 
 export interface RpcTimings {
@@ -64,7 +65,7 @@ export class ShardRpcClient {
       const answer = decodeAnswer(msg.data);
       return answer.notOwner ? 'no owner' : answer;
     } catch (err) {
-      if (err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders())) return 'no owner';
+      if (isNoResponders(err)) return 'no owner';
       if (err instanceof TimeoutError || (err as Error).cause instanceof TimeoutError) return 'timeout';
       return 'broker';
     }

@@ -20,9 +20,9 @@ interface Node {
   ticks(): any[];
 }
 
-function startNode(t: Teardown, natsUrl: string, id: string): Node {
+function startNode(t: Teardown, natsUrl: string, id: string, env: Record<string, string> = {}): Node {
   const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'test', 'helpers', 'leaseNode.js')], {
-    env: { ...process.env, NATS_URL: natsUrl, NODE_ID: id, SHARDS: String(SHARDS), LEASE_MS: String(LEASE_MS) },
+    env: { ...process.env, NATS_URL: natsUrl, NODE_ID: id, SHARDS: String(SHARDS), LEASE_MS: String(LEASE_MS), ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const events: any[] = [];
@@ -93,4 +93,29 @@ t.test('a lease moves only when its holder stops renewing for a whole period, an
   );
   await eventually(() => a.ticks().at(-1)?.held.length === 0 && a.ticks().at(-1)?.at > stoppedAt, 30_000);
   t.same(b.ticks().at(-1)?.held, ALL, 'the second node holds every shard');
+});
+
+t.test('a holder killed -9 (its connection gone) loses its shards once it has been seen gone, before its lease period', async (t) => {
+  const nats = await startNats(t);
+  // A long lease, so that a takeover by the lease period cannot pass for one by presence.
+  const env = { LEASE_MS: '20000', ABSENT_MS: '1000', SETTLE_MS: '1000' };
+  const a = startNode(t, nats.url, 'node-a', env);
+  await eventually(() => a.ticks().at(-1)?.held.length === SHARDS, 60_000);
+  const b = startNode(t, nats.url, 'node-b', env);
+  await eventually(() => b.ticks().at(-1)?.live.length === 2, 30_000);
+  // B sees A present while A lives: nothing moves (sticky) over a few of B's reads.
+  const seenFrom = b.ticks().length;
+  await eventually(() => b.ticks().length >= seenFrom + 5, 30_000);
+  t.equal(b.events.filter((e) => e.kind === 'acquired').length, 0, 'a live holder keeps its shards');
+
+  a.child.kill('SIGKILL');
+  const killedAt = Date.now();
+  await eventually(() => b.events.filter((e) => e.kind === 'acquired').length === SHARDS, 60_000);
+  const taken = b.events.filter((e) => e.kind === 'acquired');
+  const last = Math.max(...taken.map((e) => e.at)) - killedAt;
+  t.ok(
+    taken.every((e) => e.from === 'node-a') && last < 20_000 - 2_000,
+    `every shard taken from node-a ${last} ms after its kill, within its lease period (20 s) less its renewal interval`,
+  );
+  t.ok(last >= 1000, `and not before it had been seen gone for ABSENT_MS (${last} ms)`);
 });
