@@ -23,6 +23,7 @@ import t from 'tap';
 import { shardFile } from '../../src/shards/writer.js';
 import { JOURNAL_STREAM } from '../../src/shards/journalEntry.js';
 import { rebuildShard } from '../../src/shards/replay.js';
+import { LEASE_BUCKET } from '../../src/cluster/leaseBucket.js';
 import { quietBeforeClaim, served, standbyShards, watchLeases } from '../helpers/cluster.js';
 import { startNatsCluster } from '../helpers/natsCluster.js';
 import { drained, natsClient, publish, scanBody } from '../helpers/scans.js';
@@ -66,6 +67,10 @@ t.test(
       names.map((name) => spawnTrackd(t, { natsUrl: cluster.url, dataDir: tempDir(), env: { ...env, CLUSTER_NODE_ID: name } })),
     );
     const nameOf = (node: Trackd) => node.env.CLUSTER_NODE_ID;
+    const leaseMovesSince = (since: number) =>
+      nodes
+        .flatMap((node) => node.logs())
+        .filter((l) => l.msg === 'cluster shard lease acquired: starting its actor' && l.from && Date.parse(l.time) >= since);
     t.teardown(() => {
       for (const node of nodes) node.process.kill('SIGCONT');
     });
@@ -228,6 +233,15 @@ t.test(
     const leader = (await jsm.streams.info(JOURNAL_STREAM)).cluster?.leader;
     const victim = cluster.servers.find((s) => s.name === leader);
     t.ok(victim, `the journal's leader is one of the three servers (${leader})`);
+    // The lease bucket's leader moved onto the same server first (each step-down elects one of the
+    // other two), so that its kill also stops every renewal and heartbeat until an election.
+    const leasesStream = `KV_${LEASE_BUCKET}`;
+    let leasesLeader = (await jsm.streams.info(leasesStream)).cluster?.leader;
+    for (let i = 0; i < 8 && leasesLeader !== leader; i++) {
+      await nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${leasesStream}`, undefined, { timeout: 10_000 }).catch(() => undefined);
+      leasesLeader = await eventually(async () => (await jsm.streams.info(leasesStream)).cluster?.leader, 60_000, 200);
+    }
+    t.comment(`the lease bucket's leader: ${leasesLeader} (the journal's: ${leader})`);
     victim!.kill('SIGKILL');
     const brokerKilledAt = Date.now();
     const beforeBroker = acked.length;
@@ -235,6 +249,13 @@ t.test(
     t.comment(`kill -9 of nats-server ${leader} (journal leader): writes acknowledged again ${Date.now() - brokerKilledAt} ms later`);
     const newLeader = await eventually(async () => (await jsm.streams.info(JOURNAL_STREAM)).cluster?.leader, 60_000, 200);
     t.not(newLeader, leader, `the journal has a new leader (${newLeader})`);
+    t.comment(
+      `leases taken from a holder after the broker's kill: ${
+        leaseMovesSince(brokerKilledAt)
+          .map((l) => `shard ${l.shard} from ${l.from}`)
+          .join(', ') || 'none'
+      }`,
+    );
     await sleep(2000);
 
     loading = false;
