@@ -8,7 +8,7 @@
  * CPU time per row of this thread (`/proc/thread-self/schedstat`: the shard thread's share) and of
  * the process (the background checkpointer included).
  *
- *   node dist/bench/probes/importBatch.js [--rows 50000] [--out FILE]
+ *   node dist/bench/probes/importBatch.js [--rows 50000] [--mode create|upsert] [--text-index-triggers on|off|both] [--out FILE]
  *
  * `--text-index-triggers off` drops the q text index triggers (and so the per-batch rewrite's work)
  * from both files; `both` adds a third file, the batch command without them, to the same alternation:
@@ -30,10 +30,12 @@ import { ShardWriter } from '../../src/shards/writer.js';
 import { machine } from '../lib/processes.js';
 
 const { values } = parseArgs({
-  options: { rows: { type: 'string' }, out: { type: 'string' }, 'text-index-triggers': { type: 'string' } },
+  options: { rows: { type: 'string' }, out: { type: 'string' }, 'text-index-triggers': { type: 'string' }, mode: { type: 'string' } },
 });
 const ROWS = Number(values.rows ?? 50_000);
 const BATCH = 1000;
+if (values.mode !== undefined && values.mode !== 'create' && values.mode !== 'upsert') throw new Error('--mode: create or upsert');
+const MODE = (values.mode ?? 'create') as 'create' | 'upsert';
 const TEXT_INDEX = values['text-index-triggers'] ?? 'on';
 if (!['on', 'off', 'both'].includes(TEXT_INDEX)) throw new Error('--text-index-triggers: on, off or both');
 
@@ -88,40 +90,51 @@ function rawInsert(side: Omit<Side, 'block'>): Side {
 }
 
 let serial = 0;
-function batchCommand(side: Omit<Side, 'block'>): Side {
+/** A job of `mode` on the side's org: a function applying rows [from, to) as its next batch. */
+function job(side: Omit<Side, 'block'>, mode: 'create' | 'upsert'): (from: number, to: number) => void {
   const jobId = ulid();
   const begun = side.writer.execute({
     id: ++serial,
     name: 'bulk.begin',
     now: Date.now(),
-    args: { orgId: side.orgId, jobId, idempotencyKey: null, kind: 'assets', mode: 'create', dryRun: false, atomic: false, format: 'csv' },
+    args: { orgId: side.orgId, jobId, idempotencyKey: null, kind: 'assets', mode, dryRun: false, atomic: false, format: 'csv' },
   });
   if (begun.error !== undefined) throw new Error(`bulk.begin: ${JSON.stringify(begun.error)}`);
   let processed = 0;
-  return {
-    ...side,
-    block: (from, to) => {
-      const rows: BatchArgs['rows'] = [];
-      for (let i = from; i < to; i++) {
-        rows.push({ row: i, body: { external_key: `BULK-${i}`, name: `Asset ${i}`, tags: [{ tag_type: 'rfid', value: tagValue(i) }] } });
-      }
-      const args: BatchArgs = {
-        orgId: side.orgId,
-        jobId,
-        mode: 'create',
-        dryRun: false,
-        atomic: false,
-        rows,
-        errors: [],
-        failedRows: 0,
-        throughRow: to - 1,
-        processedBefore: processed,
-      };
-      const answer = side.writer.execute({ id: ++serial, name: assetBatchCommand.name, now: Date.now(), args });
-      if (answer.error !== undefined) throw new Error(`batch: ${JSON.stringify(answer.error)}`);
-      processed += rows.length;
-    },
+  return (from, to) => {
+    const rows: BatchArgs['rows'] = [];
+    for (let i = from; i < to; i++) {
+      rows.push({ row: i, body: { external_key: `BULK-${i}`, name: `Asset ${i}`, tags: [{ tag_type: 'rfid', value: tagValue(i) }] } });
+    }
+    const args: BatchArgs = {
+      orgId: side.orgId,
+      jobId,
+      mode,
+      dryRun: false,
+      atomic: false,
+      rows,
+      errors: [],
+      failedRows: 0,
+      throughRow: to - 1,
+      processedBefore: processed,
+    };
+    const answer = side.writer.execute({ id: ++serial, name: assetBatchCommand.name, now: Date.now(), args });
+    if (answer.error !== undefined) throw new Error(`batch: ${JSON.stringify(answer.error)}`);
+    processed += rows.length;
   };
+}
+
+/** `--mode upsert`: the rows are created first (not measured), then the measured job re-imports them unchanged. */
+function batchCommand(side: Omit<Side, 'block'>): Side {
+  if (MODE === 'upsert') {
+    const create = job(side, 'create');
+    for (let from = 1; from <= ROWS; from += BATCH) create(from, Math.min(from + BATCH, ROWS + 1));
+    const finished = side.writer.writer
+      .prepare("UPDATE bulk_jobs SET status = 'completed' WHERE org_id = ? AND status = 'processing'")
+      .run(side.orgId);
+    if (finished.changes !== 1) throw new Error('the create job was not processing');
+  }
+  return { ...side, block: job(side, MODE) };
 }
 
 /** This thread's CPU time in microseconds (Linux). */
@@ -144,6 +157,12 @@ try {
       side.cpuUs.push((used.user + used.system) / (to - from));
     }
   }
+  for (const side of sides.slice(1)) {
+    const counts = side.writer.writer
+      .prepare("SELECT created, updated, unchanged FROM bulk_jobs WHERE org_id = ? AND status = 'processing'")
+      .get(side.orgId) as { created: number; updated: number; unchanged: number };
+    if (counts[MODE === 'create' ? 'created' : 'unchanged'] !== ROWS) throw new Error(`${side.name}: ${JSON.stringify(counts)}`);
+  }
 } finally {
   for (const side of sides) {
     side.writer.close();
@@ -164,6 +183,7 @@ const result = {
     load_average_after: os.loadavg().map((x) => Math.round(x * 10) / 10),
   },
   rows: ROWS,
+  mode: MODE,
   text_index_triggers: TEXT_INDEX,
   wall_seconds: Math.round((performance.now() - started) / 100) / 10,
   cpu_us_per_row: Object.fromEntries(
