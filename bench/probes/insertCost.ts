@@ -44,7 +44,7 @@ const ASSET_SQL =
   'INSERT INTO assets (id, org_id, external_key, name, description, is_active, metadata, valid_from, valid_to, created_at, updated_at) VALUES (?, ?, ?, ?, NULL, 1, ?, ?, NULL, ?, ?)';
 const TAG_SQL = 'INSERT INTO tags (id, org_id, tag_type, value, asset_id, created_at) VALUES (?, ?, ?, ?, ?, ?)';
 
-type EventPath = 'append' | 'head only' | 'insert only';
+type EventPath = 'append' | 'head only' | 'insert only' | 'held';
 
 function oneByOne(
   writer: ShardWriter,
@@ -72,31 +72,45 @@ function oneByOne(
     }
     asset.run(i, orgId, `BULK-${i}`, `Asset ${i}`, '{}', now, now, now);
     tag.run(i, orgId, 'rfid', tagValue(i), i, now);
+    if (withEvent === 'held') continue;
     if (withEvent === 'head only') head.get(orgId);
     else if (withEvent === 'insert only') {
       const data = JSON.stringify({
         asset: { id: i, external_key: `BULK-${i}`, name: `Asset ${i}`, tags: [{ id: i, tag_type: 'rfid', value: tagValue(i) }] },
       });
       event.run(orgId, i, eventId(orgId, i, now), 'asset.created', now, data);
-    } else if (withEvent === 'append') {
-      eventLogOf(writer).append(orgId, 'asset.created', {
-        asset: {
-          id: i,
-          external_key: `BULK-${i}`,
-          name: `Asset ${i}`,
-          description: null,
-          is_active: true,
-          valid_from: at,
-          valid_to: null,
-          created_at: at,
-          updated_at: at,
-          deleted_at: null,
-          tags: [{ id: i, tag_type: 'rfid', value: tagValue(i) }],
-          metadata: {},
-        },
-      });
-    }
+    } else if (withEvent === 'append') eventLogOf(writer).append(orgId, 'asset.created', createdEvent(i, at));
   }
+}
+
+/** An asset.created payload as an import row's (the asset as inserted, one tag). */
+function createdEvent(i: number, at: string) {
+  return {
+    asset: {
+      id: i,
+      external_key: `BULK-${i}`,
+      name: `Asset ${i}`,
+      description: null,
+      is_active: true,
+      valid_from: at,
+      valid_to: null,
+      created_at: at,
+      updated_at: at,
+      deleted_at: null,
+      tags: [{ id: i, tag_type: 'rfid', value: tagValue(i) }],
+      metadata: {},
+    },
+  };
+}
+
+/** The rows with their events as an import batch appends them: the org's head held for the transaction (`withHeldHeads`). */
+function heldEvents(writer: ShardWriter, orgId: number, from: number, to: number): void {
+  const log = eventLogOf(writer);
+  const at = formatTimestamp(Date.now());
+  log.withHeldHeads(() => {
+    oneByOne(writer, orgId, from, to, 'held');
+    for (let i = from; i < to; i++) log.append(orgId, 'asset.created', createdEvent(i, at));
+  });
 }
 
 /** One INSERT statement of `per` rows for the assets, another for their tags. */
@@ -143,6 +157,16 @@ const VARIANTS: Record<string, Variant> = {
   'with the event-log append': { rows: (w, o, f, t) => oneByOne(w, o, f, t, 'append') },
   'with the event head upsert alone': { rows: (w, o, f, t) => oneByOne(w, o, f, t, 'head only') },
   'with the event INSERT alone (id, short JSON)': { rows: (w, o, f, t) => oneByOne(w, o, f, t, 'insert only') },
+  'with the event append of an import batch (head held)': { rows: heldEvents },
+  'with the held event append, no events_org_seq': { rows: heldEvents, setup: ['DROP INDEX events_org_seq'] },
+  'with the held event append, events.pos not AUTOINCREMENT': {
+    rows: heldEvents,
+    setup: [
+      'DROP TABLE events',
+      'CREATE TABLE events (pos INTEGER PRIMARY KEY, org_id INTEGER NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, type TEXT NOT NULL, occurred_at INTEGER NOT NULL, data TEXT NOT NULL)',
+      'CREATE UNIQUE INDEX events_org_seq ON events (org_id, seq)',
+    ],
+  },
   'multi-row INSERT of 50': { rows: multiRow(50) },
   'multi-row INSERT of 200': { rows: multiRow(200) },
 };
