@@ -121,3 +121,17 @@ t.test('drain runs what was submitted at once (the worker drains before it close
   t.equal(answered, 2);
   t.same(reader.prepare('SELECT external_key FROM assets ORDER BY id').pluck().all(), ['C-1', 'C-2']);
 });
+
+t.test('the actor counts its transactions by size (TRACKD_ROUND_SIZES)', async (t) => {
+  const { org, actor, create, submitAll } = await shard(t);
+  await submitAll([create('S-1'), create('S-2'), create('S-3')]);
+  await submitAll([create('S-4')]);
+  await submitAll([
+    create('S-5'),
+    { id: 92, name: 'no.such.command', args: {}, now: Date.now() },
+    create('S-6'),
+    create('S-7'),
+    { id: 93, name: 'assets.patch', args: { orgId: org.id, id: 1, body: {} }, now: Date.now() },
+  ]);
+  t.same(actor.roundSizes(), { sizes: { 1: 2, 3: 2 }, others: 1 }, 'two rounds of 3, two alone, one apart');
+});
