@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import t from 'tap';
+import { ASSET_TAGS } from '../../src/assets/store.js';
 import { ControlPlane } from '../../src/control/controlPlane.js';
 import { scanPlacement } from '../../src/scans/placement.js';
 import '../../src/shards/commandIndex.js';
@@ -134,4 +135,91 @@ t.test('the actor counts its transactions by size (TRACKD_ROUND_SIZES)', async (
     { id: 93, name: 'assets.patch', args: { orgId: org.id, id: 1, body: {} }, now: Date.now() },
   ]);
   t.same(actor.roundSizes(), { sizes: { 1: 2, 3: 2 }, others: 1 }, 'two rounds of 3, two alone, one apart');
+});
+
+t.test('the q text index of a round: written once at its commit, exact right after each answer, none of a failed command', async (t) => {
+  const { org, reader, actor, create, submitAll } = await shard(t);
+  let serial = 1000;
+  const message = (name: string, args: unknown): CommandMessage => ({ id: ++serial, name, args, now: Date.now() });
+  const made = await submitAll([
+    message('assets.create', {
+      orgId: org.id,
+      body: { name: 'Old pier', external_key: 'T-0', tags: [{ tag_type: 'rfid', value: 'tg-dune' }] },
+    }),
+    create('T-00'),
+  ]);
+  const [first, second] = made.map((m) => (m.answer as { value: { id: number; tags: { id: number }[] } }).value);
+  /** Assets whose name, key, description or a live tag holds `term` (the plain SQL answer), and what the index answers. */
+  const plain = reader.prepare(
+    `SELECT a.id FROM assets a WHERE a.name LIKE @p OR a.external_key LIKE @p OR a.description LIKE @p
+       OR EXISTS (SELECT 1 FROM tags g WHERE g.asset_id = a.id AND g.deleted_at IS NULL AND g.value LIKE @p) ORDER BY a.id`,
+  );
+  const indexed = reader.prepare('SELECT rowid FROM assets_text(?) ORDER BY rowid');
+  const TERMS = [
+    'amber',
+    'falcon',
+    'cobalt',
+    'birch',
+    'crimson',
+    'heron',
+    'zircon',
+    'quasar',
+    'dune',
+    'ember',
+    'T-0',
+    'T-1',
+    'T-2',
+    'pier',
+  ];
+  const mismatches = () =>
+    TERMS.flatMap((term) => {
+      const want = plain.pluck().all({ p: `%${term}%` });
+      const got = indexed.pluck().all(`"${term}"`);
+      return JSON.stringify(want) === JSON.stringify(got) ? [] : [{ term, want, got }];
+    });
+  const round = [
+    message('assets.create', {
+      orgId: org.id,
+      body: { name: 'Amber falcon', external_key: 'T-1', tags: [{ tag_type: 'rfid', value: 'tg-cobalt' }] },
+    }),
+    message('assets.create', { orgId: org.id, body: { name: 'Birch', external_key: 'T-2' } }),
+    message('assets.patch', { orgId: org.id, id: first!.id, body: { description: 'crimson heron' } }),
+    // Refused (the key is taken; a validity window that ends before it starts): their terms must not land.
+    message('assets.create', { orgId: org.id, body: { name: 'Dupe zircon', external_key: 'T-1' } }),
+    message('assets.patch', {
+      orgId: org.id,
+      id: second!.id,
+      body: { description: 'quasar', valid_from: '2030-01-01T00:00:00Z', valid_to: '2020-01-01T00:00:00Z' },
+    }),
+    message('tags.detach', { orgId: org.id, owner: ASSET_TAGS, ownerId: first!.id, tagId: first!.tags[0]!.id }),
+    message('tags.attach', { orgId: org.id, owner: ASSET_TAGS, ownerId: second!.id, tag: { tag_type: 'barcode', value: 'tg-ember' } }),
+  ];
+  const seen: unknown[][] = [];
+  const answers = await Promise.all(
+    round.map(
+      (m) =>
+        new Promise<CommandAnswer>((resolve) =>
+          actor.submit(m, (answer) => {
+            seen.push(mismatches());
+            resolve(answer);
+          }),
+        ),
+    ),
+  );
+  t.same(
+    answers.map((a) => a.error === undefined),
+    [true, true, true, false, false, true, true],
+    'the two refused commands failed alone',
+  );
+  t.same(
+    seen,
+    round.map(() => []),
+    'right after each answer the index answers every term as the plain SQL does',
+  );
+  t.same(indexed.pluck().all('"zircon"'), [], "a refused create's name is not indexed");
+  t.same(indexed.pluck().all('"quasar"'), [], "a refused patch's description is not indexed");
+  t.same(indexed.pluck().all('"dune"'), [], 'a detached tag is no longer indexed');
+  t.same(indexed.pluck().all('"ember"'), [second!.id], 'an attached tag is');
+  t.equal(reader.prepare('SELECT count(*) FROM text_index_stale').pluck().get(), 0, 'no owner left marked');
+  t.equal(reader.prepare('SELECT count(*) FROM text_index_paused').pluck().get(), 0, 'the pause never committed');
 });

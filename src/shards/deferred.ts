@@ -1,0 +1,23 @@
+import { pauseTextIndex, resumeTextIndex, textIndexRolledBack } from '../masterdata/textIndex.js';
+import type { ShardWriter } from './writer.js';
+
+/**
+ * The writes a shard writer's transaction defers to its end, done once per transaction instead of
+ * once per command or row: the q text index's rows (masterdata/textIndex.ts), whose FTS5 table
+ * writes and flushes its terms as a new segment at every savepoint and statement journal it sees.
+ * Every transaction the writer opens for state changes (a command alone, a round, a journal entry
+ * applied) runs `deferWrites` first and `writeDeferred` before its COMMIT; after a rollback
+ * `deferredRolledBack` forgets what the rollback undid. What a transaction commits is the same as
+ * with nothing deferred.
+ */
+export function deferWrites(shard: ShardWriter): void {
+  pauseTextIndex(shard);
+}
+
+export function writeDeferred(shard: ShardWriter): void {
+  resumeTextIndex(shard);
+}
+
+export function deferredRolledBack(shard: ShardWriter): void {
+  textIndexRolledBack(shard);
+}
