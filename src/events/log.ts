@@ -48,6 +48,10 @@ function prepare(db: Db) {
        ON CONFLICT (org_id) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq`,
     ),
     lastSeq: db.prepare('SELECT last_seq FROM event_heads WHERE org_id = ?').pluck(),
+    // The last sequence handed out, in this transaction too: its events' highest, else (all pruned, none yet) the head's.
+    current: db
+      .prepare('SELECT coalesce((SELECT max(seq) FROM events WHERE org_id = ?), (SELECT last_seq FROM event_heads WHERE org_id = ?), 0)')
+      .pluck(),
     setHead: db.prepare(
       'INSERT INTO event_heads (org_id, last_seq) VALUES (?, ?) ON CONFLICT (org_id) DO UPDATE SET last_seq = excluded.last_seq',
     ),
@@ -70,6 +74,8 @@ export class EventLog {
   private epoch = -1;
   /** Inside `withHeldHeads`: each organization's last sequence handed out, not yet written to event_heads. */
   private held: Map<number, number> | undefined;
+  /** Between `deferHeads` and `writeHeads`: the organizations whose events this transaction appended (or more). */
+  private touched: Set<number> | undefined;
 
   constructor(private readonly shard: ShardWriter) {
     this.s = prepare(shard.writer);
@@ -94,11 +100,44 @@ export class EventLog {
     }
   }
 
+  /**
+   * Defers the heads of the transaction the shard writer opens (shards/deferred.ts) to
+   * `writeHeads`, before its COMMIT: an upsert of the head per event cost more than the event's
+   * own insert. Each event's sequence is then read from the events the transaction holds, so a
+   * command undone in a round (its savepoint rolled back) takes its events and their sequences with
+   * it, and the next command's follow on without a hole, as with the head upserted per event.
+   */
+  deferHeads(): void {
+    this.touched = new Set();
+  }
+
+  /** Before the COMMIT of the transaction that deferred them: each touched organization's head, once. */
+  writeHeads(): void {
+    const touched = this.touched;
+    this.touched = undefined;
+    if (touched === undefined) return;
+    for (const orgId of touched) {
+      const last = this.s.current.get(orgId, orgId) as number;
+      if (last !== ((this.s.lastSeq.get(orgId) as number | undefined) ?? 0)) this.s.setHead.run(orgId, last);
+    }
+  }
+
+  /** After a rollback of the transaction that deferred them: nothing to write. */
+  headsRolledBack(): void {
+    this.touched = undefined;
+  }
+
   private nextSeq(orgId: number): number {
-    if (this.held === undefined) return (this.s.head.get(orgId) as { last_seq: number }).last_seq;
-    const seq = (this.held.get(orgId) ?? (this.s.lastSeq.get(orgId) as number | undefined) ?? 0) + 1;
-    this.held.set(orgId, seq);
-    return seq;
+    if (this.held !== undefined) {
+      const seq = (this.held.get(orgId) ?? (this.s.current.get(orgId, orgId) as number)) + 1;
+      this.held.set(orgId, seq);
+      return seq;
+    }
+    if (this.touched !== undefined) {
+      this.touched.add(orgId);
+      return (this.s.current.get(orgId, orgId) as number) + 1;
+    }
+    return (this.s.head.get(orgId) as { last_seq: number }).last_seq;
   }
 
   append(orgId: number, type: EventType, data: object): void {

@@ -86,7 +86,9 @@ export function resumeTextIndex(shard: ShardWriter): void {
   if (statements.get('SELECT EXISTS (SELECT 1 FROM text_index_stale)').pluck().get() === 1) {
     for (const table of ['assets', 'locations'] as const) {
       const text = textIndexTable(table);
-      statements.get(`DELETE FROM ${text} WHERE rowid IN (SELECT id FROM text_index_stale WHERE owner = '${table}' AND inserted = 0)`).run();
+      statements
+        .get(`DELETE FROM ${text} WHERE rowid IN (SELECT id FROM text_index_stale WHERE owner = '${table}' AND inserted = 0)`)
+        .run();
       statements
         .get(
           `INSERT INTO ${text} (rowid, body) SELECT s.id, s.body FROM text_index_stale x JOIN ${text}_source s ON s.id = x.id WHERE x.owner = '${table}'`,

@@ -1,10 +1,12 @@
+import { eventLogOf } from '../events/log.js';
 import { pauseTextIndex, resumeTextIndex, textIndexRolledBack } from '../masterdata/textIndex.js';
 import type { ShardWriter } from './writer.js';
 
 /**
  * The writes a shard writer's transaction defers to its end, done once per transaction instead of
  * once per command or row: the q text index's rows (masterdata/textIndex.ts), whose FTS5 table
- * writes and flushes its terms as a new segment at every savepoint and statement journal it sees.
+ * writes and flushes its terms as a new segment at every savepoint and statement journal it sees,
+ * and the event log's heads (events/log.ts), an upsert per event otherwise.
  * Every transaction the writer opens for state changes (a command alone, a round, a journal entry
  * applied) runs `deferWrites` first and `writeDeferred` before its COMMIT; after a rollback
  * `deferredRolledBack` forgets what the rollback undid. What a transaction commits is the same as
@@ -12,12 +14,16 @@ import type { ShardWriter } from './writer.js';
  */
 export function deferWrites(shard: ShardWriter): void {
   pauseTextIndex(shard);
+  eventLogOf(shard).deferHeads();
 }
 
+/** The heads first: the text index's rewrite last, so that FTS5 flushes its terms at the COMMIT only. */
 export function writeDeferred(shard: ShardWriter): void {
+  eventLogOf(shard).writeHeads();
   resumeTextIndex(shard);
 }
 
 export function deferredRolledBack(shard: ShardWriter): void {
   textIndexRolledBack(shard);
+  eventLogOf(shard).headsRolledBack();
 }

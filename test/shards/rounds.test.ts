@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 import t from 'tap';
 import { ASSET_TAGS } from '../../src/assets/store.js';
 import { ControlPlane } from '../../src/control/controlPlane.js';
+import { eventId } from '../../src/events/log.js';
 import { scanPlacement } from '../../src/scans/placement.js';
 import '../../src/shards/commandIndex.js';
 import { ShardGenerations } from '../../src/shards/generations.js';
@@ -44,7 +45,7 @@ async function shard(t: Teardown) {
           ),
       ),
     );
-  return { org, writer, reader, actor, create, submitAll };
+  return { control, org, writer, reader, actor, create, submitAll };
 }
 
 t.test('writes submitted together commit together, in order, and are answered after that commit', async (t) => {
@@ -222,4 +223,94 @@ t.test('the q text index of a round: written once at its commit, exact right aft
   t.same(indexed.pluck().all('"ember"'), [second!.id], 'an attached tag is');
   t.equal(reader.prepare('SELECT count(*) FROM text_index_stale').pluck().get(), 0, 'no owner left marked');
   t.equal(reader.prepare('SELECT count(*) FROM text_index_paused').pluck().get(), 0, 'the pause never committed');
+});
+
+t.test('event heads of a round: written once at its commit, sequences per org gapless around a refused command', async (t) => {
+  const { control, org, reader, create, submitAll } = await shard(t);
+  const other = await control.createOrg('rounds other', 1);
+  let serial = 2000;
+  const createFor = (orgId: number, key: string): CommandMessage => ({
+    id: ++serial,
+    name: 'assets.create',
+    args: { orgId, body: { name: `Asset ${key}`, external_key: key, tags: [] } },
+    now: Date.now(),
+  });
+  await submitAll([create('H-0')]);
+  const heads = () => reader.prepare('SELECT org_id, last_seq FROM event_heads ORDER BY org_id').all();
+  const answers = await submitAll([
+    createFor(other.id, 'H-A1'),
+    create('H-1'),
+    createFor(org.id, 'H-0'), // refused: the key is taken
+    createFor(other.id, 'H-A2'),
+    create('H-2'),
+    createFor(other.id, 'H-A1'), // refused
+    createFor(other.id, 'H-A3'),
+  ]);
+  t.same(
+    answers.map((a) => a.answer.error === undefined),
+    [true, true, false, true, true, false, true],
+  );
+  const seqs = (orgId: number) => reader.prepare('SELECT seq FROM events WHERE org_id = ? ORDER BY pos').pluck().all(orgId);
+  t.same(seqs(org.id), [1, 2, 3], 'the first org: no hole where its refused command was');
+  t.same(seqs(other.id), [1, 2, 3], 'the other org: none either');
+  t.same(
+    heads(),
+    [
+      { org_id: org.id, last_seq: 3 },
+      { org_id: other.id, last_seq: 3 },
+    ],
+    'each head is its last sequence',
+  );
+  const ids = reader.prepare('SELECT org_id, seq, id, occurred_at FROM events ORDER BY pos').all() as {
+    org_id: number;
+    seq: number;
+    id: string;
+    occurred_at: number;
+  }[];
+  t.ok(
+    ids.every((e) => e.id === eventId(e.org_id, e.seq, e.occurred_at)),
+    'every event id is the one of its org, sequence and time',
+  );
+  // After a prune of every event (the relay published them all), the sequences go on from the heads.
+  await submitAll([{ id: ++serial, name: 'events.prune', args: { before: Date.now() + 60_000, throughPos: 1e9 }, now: Date.now() }]);
+  t.equal(reader.prepare('SELECT count(*) FROM events').pluck().get(), 0, 'all pruned');
+  await submitAll([create('H-3'), createFor(other.id, 'H-A4')]);
+  t.same(seqs(org.id), [4], 'the first org goes on from its head');
+  t.same(seqs(other.id), [4], 'the other too');
+  // An import batch (its own heads held for its rows) between creates of the same org, in one round.
+  const job = {
+    orgId: org.id,
+    jobId: 'J-1',
+    idempotencyKey: null,
+    kind: 'assets',
+    mode: 'create',
+    dryRun: false,
+    atomic: false,
+    format: 'ndjson',
+  };
+  t.equal(
+    (await submitAll([{ id: ++serial, name: 'bulk.begin', args: job, now: Date.now() }]))[0]!.answer.error,
+    undefined,
+    'the job began',
+  );
+  const batch = {
+    orgId: org.id,
+    jobId: 'J-1',
+    mode: 'create',
+    dryRun: false,
+    atomic: false,
+    rows: [1, 2].map((row) => ({ row, body: { external_key: `H-B${row}`, name: `Imported ${row}` } })),
+    errors: [],
+    failedRows: 0,
+    throughRow: 2,
+    processedBefore: 0,
+  };
+  const mixed = await submitAll([create('H-4'), { id: ++serial, name: 'bulk.assets.apply', args: batch, now: Date.now() }, create('H-5')]);
+  t.same(
+    mixed.map((a) => a.answer.error),
+    [undefined, undefined, undefined],
+    'the round committed',
+  );
+  t.same(seqs(org.id), [4, 5, 6, 7, 8], 'the import follows the create before it, the create after it follows the import');
+  t.same(heads()[0], { org_id: org.id, last_seq: 8 }, 'the head is the last of them');
 });
