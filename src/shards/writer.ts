@@ -122,11 +122,8 @@ export class ShardWriter {
       // A recorded command runs in a transaction (a savepoint in a round) even when its own SQL is one
       // statement: the events it appends (events/log.ts) commit with it or not at all. One that owns
       // its transaction keeps it outermost outside a round (its memory follows that commit).
-      const value = inRound
-        ? this.writer.transaction(run)()
-        : command.recorded && !command.ownsTransaction
-          ? this.writer.transaction(() => this.deferring(run))()
-          : run();
+      // A command alone does not defer (deferred.ts): its text index terms make one segment either way.
+      const value = inRound || (command.recorded && !command.ownsTransaction) ? this.writer.transaction(run)() : run();
       this.eventsVisible();
       return { answer: { id: message.id, value }, record, effects: command.effects(message.args, value) };
     } catch (err) {
@@ -166,20 +163,6 @@ export class ShardWriter {
   commit(): void {
     writeDeferred(this);
     this.statements.get('COMMIT').run();
-  }
-
-  /** Runs `fn`, a transaction's work, with the writes deferred to its end (deferred.ts) written after it. */
-  private deferring<T>(fn: () => T): T {
-    deferWrites(this);
-    let written = false;
-    try {
-      const value = fn();
-      writeDeferred(this);
-      written = true;
-      return value;
-    } finally {
-      if (!written) deferredRolledBack(this);
-    }
   }
 
   /**
