@@ -65,10 +65,10 @@ const pauses = shardState((_shard: ShardWriter) => ({ paused: false }));
 /**
  * Marks the shard's text index paused (migration 016): its triggers only mark the owners they would
  * rewrite, in a plain table, until `resumeTextIndex` rewrites them. The shard writer pauses it for
- * each transaction it opens (writer.ts), so that FTS5 writes and flushes the index once per
- * transaction: it flushes its pending terms at every savepoint (each command of a round has one)
- * and at every statement that opens a statement journal (an upsert, an insert whose trigger writes),
- * so row-by-row triggers flushed a command's terms several times. Must run in a transaction.
+ * each round it opens (shards/deferred.ts), so that FTS5 writes and flushes the index once per
+ * round: it flushes its pending terms at every savepoint (each command of a round has one) and at
+ * every statement that opens a statement journal (an upsert, an insert whose trigger writes), so
+ * row-by-row triggers wrote a segment per command. Must run in a transaction.
  */
 export function pauseTextIndex(shard: ShardWriter): void {
   writerStatements(shard).get('INSERT INTO text_index_paused (paused) VALUES (1)').run();

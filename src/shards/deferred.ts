@@ -3,14 +3,15 @@ import { pauseTextIndex, resumeTextIndex, textIndexRolledBack } from '../masterd
 import type { ShardWriter } from './writer.js';
 
 /**
- * The writes a shard writer's transaction defers to its end, done once per transaction instead of
- * once per command or row: the q text index's rows (masterdata/textIndex.ts), whose FTS5 table
- * writes and flushes its terms as a new segment at every savepoint and statement journal it sees,
- * and the event log's heads (events/log.ts), an upsert per event otherwise.
- * Every transaction the writer opens for state changes (a command alone, a round, a journal entry
- * applied) runs `deferWrites` first and `writeDeferred` before its COMMIT; after a rollback
- * `deferredRolledBack` forgets what the rollback undid. What a transaction commits is the same as
- * with nothing deferred.
+ * The writes a shard writer's transaction of several commands (a round, a journal entry applied)
+ * defers to its end, done once per transaction instead of once per command or row: the q text
+ * index's rows (masterdata/textIndex.ts), whose FTS5 table writes and flushes its terms as a new
+ * segment at every savepoint (each command of a round has one) and statement journal it sees, and
+ * the event log's heads (events/log.ts), an upsert per event otherwise. `begin` runs `deferWrites`,
+ * `commit` runs `writeDeferred` before its COMMIT, and after a rollback `deferredRolledBack` forgets
+ * what the rollback undid. What a transaction commits is the same as with nothing deferred. A
+ * command alone does not defer: its terms make one segment either way, and the pause and rewrite
+ * only added statements (README, "Single node since the cluster work").
  */
 export function deferWrites(shard: ShardWriter): void {
   pauseTextIndex(shard);
