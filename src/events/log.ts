@@ -41,6 +41,16 @@ export function eventId(orgId: number, seq: number, at: number): string {
   return encodeTime(Math.max(0, at), 10) + tail;
 }
 
+/**
+ * An organization's last sequence handed out (0 before its first event), one parameter: the org. Its
+ * events' highest, else (all pruned, or none yet) its head's: inside a round, whose heads are
+ * written only before its COMMIT (`EventLog.deferHeads`), that is the round's latest too, so every
+ * read of "the sequence so far" on the writer (a webhook's starting cursor, the tree counts' as-of)
+ * gives what it gave with the head upserted per event. On committed state it equals the head.
+ */
+export const LAST_SEQ_SQL =
+  'WITH o(id) AS (SELECT ?) SELECT coalesce((SELECT max(seq) FROM events WHERE org_id = o.id), (SELECT last_seq FROM event_heads WHERE org_id = o.id), 0) FROM o';
+
 function prepare(db: Db) {
   return {
     head: db.prepare(
@@ -48,10 +58,7 @@ function prepare(db: Db) {
        ON CONFLICT (org_id) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq`,
     ),
     lastSeq: db.prepare('SELECT last_seq FROM event_heads WHERE org_id = ?').pluck(),
-    // The last sequence handed out, in this transaction too: its events' highest, else (all pruned, none yet) the head's.
-    current: db
-      .prepare('SELECT coalesce((SELECT max(seq) FROM events WHERE org_id = ?), (SELECT last_seq FROM event_heads WHERE org_id = ?), 0)')
-      .pluck(),
+    current: db.prepare(LAST_SEQ_SQL).pluck(),
     setHead: db.prepare(
       'INSERT INTO event_heads (org_id, last_seq) VALUES (?, ?) ON CONFLICT (org_id) DO UPDATE SET last_seq = excluded.last_seq',
     ),
@@ -117,7 +124,7 @@ export class EventLog {
     this.touched = undefined;
     if (touched === undefined) return;
     for (const orgId of touched) {
-      const last = this.s.current.get(orgId, orgId) as number;
+      const last = this.s.current.get(orgId) as number;
       if (last !== ((this.s.lastSeq.get(orgId) as number | undefined) ?? 0)) this.s.setHead.run(orgId, last);
     }
   }
@@ -129,13 +136,13 @@ export class EventLog {
 
   private nextSeq(orgId: number): number {
     if (this.held !== undefined) {
-      const seq = (this.held.get(orgId) ?? (this.s.current.get(orgId, orgId) as number)) + 1;
+      const seq = (this.held.get(orgId) ?? (this.s.current.get(orgId) as number)) + 1;
       this.held.set(orgId, seq);
       return seq;
     }
     if (this.touched !== undefined) {
       this.touched.add(orgId);
-      return (this.s.current.get(orgId, orgId) as number) + 1;
+      return (this.s.current.get(orgId) as number) + 1;
     }
     return (this.s.head.get(orgId) as { last_seq: number }).last_seq;
   }

@@ -313,4 +313,17 @@ t.test('event heads of a round: written once at its commit, sequences per org ga
   );
   t.same(seqs(org.id), [4, 5, 6, 7, 8], 'the import follows the create before it, the create after it follows the import');
   t.same(heads()[0], { org_id: org.id, last_seq: 8 }, 'the head is the last of them');
+  // A webhook registered after a create of its round starts after that create's event (as with the head upserted per event).
+  const webhook = {
+    orgId: org.id,
+    url: 'https://hooks.example.com/rounds',
+    description: null,
+    eventTypes: ['asset.created'],
+    filters: {},
+    scopes: ['assets:read'],
+    secret: 'stored-secret',
+    after: undefined,
+  };
+  const registered = await submitAll([create('H-6'), { id: ++serial, name: 'webhooks.create', args: webhook, now: Date.now() }]);
+  t.match(registered[1]!.answer, { value: { last_delivered_seq: 9 } }, "the webhook's cursor is the round's event before it");
 });
