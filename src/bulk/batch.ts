@@ -1,7 +1,7 @@
 import { DomainError, unavailable } from '../errors/domain.js';
 import type { FieldError } from '../errors/catalog.js';
 import { eventLogOf } from '../events/log.js';
-import { pauseTextIndex, resumeTextIndex } from '../masterdata/textIndex.js';
+import { withTextIndexPaused } from '../masterdata/textIndex.js';
 import { shardCommand, type ShardCommand } from '../shards/commands.js';
 import type { ShardWriter } from '../shards/writer.js';
 import { processingJob, recordOutcome, type BatchOutcome, type BulkMode, type RowError } from './jobs.js';
@@ -113,25 +113,24 @@ export function batchCommand(name: string, apply: RowApplier): ShardCommand<Batc
           errors: [...args.errors],
           throughRow: args.throughRow,
         };
-        const applyRows = () => {
-          // The q text index is rewritten once for the batch's rows, not by a trigger per row (migration 016).
-          pauseTextIndex(shard);
-          // The org's event head written once for the batch's events (its rollback undoes both).
-          eventLogOf(shard).withHeldHeads(() => {
-            for (const { row, body } of args.rows) {
-              const result = judge(apply, shard, context, body);
-              if ('errors' in result) {
-                outcome.failedRows++;
-                outcome.errors.push(...rowErrors(row, result.errors));
-              } else {
-                outcome[result.outcome]++;
-                outcome.tagsCreated += result.tagsCreated;
+        const applyRows = () =>
+          // The q text index is rewritten once for the batch's rows, not by a trigger per row (migration 016);
+          // the org's event head written once for the batch's events (its rollback undoes both).
+          withTextIndexPaused(shard, () =>
+            eventLogOf(shard).withHeldHeads(() => {
+              for (const { row, body } of args.rows) {
+                const result = judge(apply, shard, context, body);
+                if ('errors' in result) {
+                  outcome.failedRows++;
+                  outcome.errors.push(...rowErrors(row, result.errors));
+                } else {
+                  outcome[result.outcome]++;
+                  outcome.tagsCreated += result.tagsCreated;
+                }
               }
-            }
-            if (args.dryRun || (args.atomic && outcome.failedRows > 0)) throw new Undo();
-          });
-          resumeTextIndex(shard);
-        };
+              if (args.dryRun || (args.atomic && outcome.failedRows > 0)) throw new Undo();
+            }),
+          );
         // Only a batch that may be undone runs its rows in a savepoint: inside one, SQLite copies each
         // page a statement changes into the statement journal and keeps it there (it cannot truncate it
         // on release), about 15 us of CPU per imported row (README, "Bulk import and export").

@@ -41,6 +41,16 @@ export function eventId(orgId: number, seq: number, at: number): string {
   return encodeTime(Math.max(0, at), 10) + tail;
 }
 
+/**
+ * An organization's last sequence handed out (0 before its first event), one parameter: the org. Its
+ * events' highest, else (all pruned, or none yet) its head's: inside a round, whose heads are
+ * written only before its COMMIT (`EventLog.deferHeads`), that is the round's latest too, so every
+ * read of "the sequence so far" on the writer (a webhook's starting cursor, the tree counts' as-of)
+ * gives what it gave with the head upserted per event. On committed state it equals the head.
+ */
+export const LAST_SEQ_SQL =
+  'WITH o(id) AS (SELECT ?) SELECT coalesce((SELECT max(seq) FROM events WHERE org_id = o.id), (SELECT last_seq FROM event_heads WHERE org_id = o.id), 0) FROM o';
+
 function prepare(db: Db) {
   return {
     head: db.prepare(
@@ -48,6 +58,7 @@ function prepare(db: Db) {
        ON CONFLICT (org_id) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq`,
     ),
     lastSeq: db.prepare('SELECT last_seq FROM event_heads WHERE org_id = ?').pluck(),
+    current: db.prepare(LAST_SEQ_SQL).pluck(),
     setHead: db.prepare(
       'INSERT INTO event_heads (org_id, last_seq) VALUES (?, ?) ON CONFLICT (org_id) DO UPDATE SET last_seq = excluded.last_seq',
     ),
@@ -70,6 +81,8 @@ export class EventLog {
   private epoch = -1;
   /** Inside `withHeldHeads`: each organization's last sequence handed out, not yet written to event_heads. */
   private held: Map<number, number> | undefined;
+  /** Between `deferHeads` and `writeHeads`: the organizations whose events this transaction appended (or more). */
+  private touched: Set<number> | undefined;
 
   constructor(private readonly shard: ShardWriter) {
     this.s = prepare(shard.writer);
@@ -94,11 +107,44 @@ export class EventLog {
     }
   }
 
+  /**
+   * Defers the heads of the transaction the shard writer opens (shards/deferred.ts) to
+   * `writeHeads`, before its COMMIT: an upsert of the head per event cost more than the event's
+   * own insert. Each event's sequence is then read from the events the transaction holds, so a
+   * command undone in a round (its savepoint rolled back) takes its events and their sequences with
+   * it, and the next command's follow on without a hole, as with the head upserted per event.
+   */
+  deferHeads(): void {
+    this.touched = new Set();
+  }
+
+  /** Before the COMMIT of the transaction that deferred them: each touched organization's head, once. */
+  writeHeads(): void {
+    const touched = this.touched;
+    this.touched = undefined;
+    if (touched === undefined) return;
+    for (const orgId of touched) {
+      const last = this.s.current.get(orgId) as number;
+      if (last !== ((this.s.lastSeq.get(orgId) as number | undefined) ?? 0)) this.s.setHead.run(orgId, last);
+    }
+  }
+
+  /** After a rollback of the transaction that deferred them: nothing to write. */
+  headsRolledBack(): void {
+    this.touched = undefined;
+  }
+
   private nextSeq(orgId: number): number {
-    if (this.held === undefined) return (this.s.head.get(orgId) as { last_seq: number }).last_seq;
-    const seq = (this.held.get(orgId) ?? (this.s.lastSeq.get(orgId) as number | undefined) ?? 0) + 1;
-    this.held.set(orgId, seq);
-    return seq;
+    if (this.held !== undefined) {
+      const seq = (this.held.get(orgId) ?? (this.s.current.get(orgId) as number)) + 1;
+      this.held.set(orgId, seq);
+      return seq;
+    }
+    if (this.touched !== undefined) {
+      this.touched.add(orgId);
+      return (this.s.current.get(orgId) as number) + 1;
+    }
+    return (this.s.head.get(orgId) as { last_seq: number }).last_seq;
   }
 
   append(orgId: number, type: EventType, data: object): void {

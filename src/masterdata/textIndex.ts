@@ -1,4 +1,5 @@
 import type { ShardWriter } from '../shards/writer.js';
+import { shardState } from '../shards/state.js';
 import { writerStatements, type KeyedTable } from './keys.js';
 
 /**
@@ -58,9 +59,20 @@ export function textIndexQuery(q: string): TextIndexQuery | undefined {
   return { match: `"${longest.replaceAll('"', '""')}"`, exact: ascii };
 }
 
-/** Marks the shard's text index paused (migration 016): its triggers only mark the owners they would rewrite. */
+/** Whether the writer's transaction holds the text index paused (the pause row is never committed). */
+const pauses = shardState((_shard: ShardWriter) => ({ paused: false }));
+
+/**
+ * Marks the shard's text index paused (migration 016): its triggers only mark the owners they would
+ * rewrite, in a plain table, until `resumeTextIndex` rewrites them. The shard writer pauses it for
+ * each round it opens (shards/deferred.ts), so that FTS5 writes and flushes the index once per
+ * round: it flushes its pending terms at every savepoint (each command of a round has one) and at
+ * every statement that opens a statement journal (an upsert, an insert whose trigger writes), so
+ * row-by-row triggers wrote a segment per command. Must run in a transaction.
+ */
 export function pauseTextIndex(shard: ShardWriter): void {
   writerStatements(shard).get('INSERT INTO text_index_paused (paused) VALUES (1)').run();
+  pauses(shard).paused = true;
 }
 
 /**
@@ -70,15 +82,45 @@ export function pauseTextIndex(shard: ShardWriter): void {
  */
 export function resumeTextIndex(shard: ShardWriter): void {
   const statements = writerStatements(shard);
-  for (const table of ['assets', 'locations'] as const) {
-    const text = textIndexTable(table);
-    statements.get(`DELETE FROM ${text} WHERE rowid IN (SELECT id FROM text_index_stale WHERE owner = '${table}' AND inserted = 0)`).run();
-    statements
-      .get(
-        `INSERT INTO ${text} (rowid, body) SELECT s.id, s.body FROM text_index_stale x JOIN ${text}_source s ON s.id = x.id WHERE x.owner = '${table}'`,
-      )
-      .run();
+  pauses(shard).paused = false;
+  if (statements.get('SELECT EXISTS (SELECT 1 FROM text_index_stale)').pluck().get() === 1) {
+    for (const table of ['assets', 'locations'] as const) {
+      const text = textIndexTable(table);
+      statements
+        .get(`DELETE FROM ${text} WHERE rowid IN (SELECT id FROM text_index_stale WHERE owner = '${table}' AND inserted = 0)`)
+        .run();
+      statements
+        .get(
+          `INSERT INTO ${text} (rowid, body) SELECT s.id, s.body FROM text_index_stale x JOIN ${text}_source s ON s.id = x.id WHERE x.owner = '${table}'`,
+        )
+        .run();
+    }
+    statements.get('DELETE FROM text_index_stale').run();
   }
-  statements.get('DELETE FROM text_index_stale').run();
   statements.get('DELETE FROM text_index_paused').run();
+}
+
+/** After a rollback of the transaction that paused the index: the pause went with it. */
+export function textIndexRolledBack(shard: ShardWriter): void {
+  pauses(shard).paused = false;
+}
+
+/**
+ * Runs `fn` with the text index paused and rewrites the owners it marked when it returns (a bulk
+ * batch); inside a transaction that holds it paused already, `fn` just runs, and its owners are
+ * rewritten with the rest of that transaction's. `fn` must run inside a transaction that a throw
+ * out of it rolls back (its marks and the pause go with it).
+ */
+export function withTextIndexPaused<T>(shard: ShardWriter, fn: () => T): T {
+  if (pauses(shard).paused) return fn();
+  pauseTextIndex(shard);
+  let resumed = false;
+  try {
+    const value = fn();
+    resumeTextIndex(shard);
+    resumed = true;
+    return value;
+  } finally {
+    if (!resumed) textIndexRolledBack(shard);
+  }
 }

@@ -5,6 +5,7 @@ import type { Db } from '../storage/sqlite.js';
 import { RankIndex, unionEntries } from './rankIndex.js';
 import { SubtreeTotals, type TreeLink } from './subtreeTotals.js';
 import { laidOver, rereadLogOf, SEEN_FUNCTION, type RereadOverlay } from './rereadLog.js';
+import { LAST_SEQ_SQL } from '../events/log.js';
 
 interface PositionLiveness {
   asset_id: number;
@@ -308,7 +309,7 @@ export class ReportIndex {
     this.locationKey = db.prepare('SELECT external_key FROM locations WHERE id = ?').pluck();
     this.locationLink = db.prepare('SELECT parent_id, deleted_at FROM locations WHERE id = ?');
     this.orgLinks = db.prepare('SELECT id, parent_id, deleted_at FROM locations WHERE org_id = ?').raw();
-    this.eventHead = db.prepare('SELECT last_seq FROM event_heads WHERE org_id = ?').pluck();
+    this.eventHead = db.prepare(LAST_SEQ_SQL).pluck();
     db.function('report_index_tree', { deterministic: false, varargs: false }, (orgId, locationId) => {
       this.reshaped.push([orgId as number, locationId as number]);
       return null;

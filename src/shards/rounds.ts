@@ -35,6 +35,13 @@ function sharesRounds(message: CommandMessage): boolean {
 export class RoundActor {
   private queue: Pending[] = [];
   private scheduled = false;
+  /**
+   * How many transactions of each size ran: `sizes[n]` counts those of n state changes that share
+   * rounds (n = 1: one that arrived alone), `sizes[0]` the commands that never share one
+   * (read-only, a scan batch). One increment per transaction; read by `roundSizes` (the worker
+   * writes them out at close when TRACKD_ROUND_SIZES names a file).
+   */
+  private readonly sizes: number[] = new Array(MAX_ROUND + 1).fill(0);
 
   constructor(private writer: ShardWriter) {}
 
@@ -51,6 +58,13 @@ export class RoundActor {
     return this.writer;
   }
 
+  /** The transactions run so far by size (`sizes[n]`: of n commands sharing a round), and the commands run apart. */
+  roundSizes(): { sizes: Record<number, number>; others: number } {
+    const sizes: Record<number, number> = {};
+    for (let n = 1; n <= MAX_ROUND; n++) if (this.sizes[n]! > 0) sizes[n] = this.sizes[n]!;
+    return { sizes, others: this.sizes[0]! };
+  }
+
   /** Runs everything submitted so far (the scheduled turn finds nothing after it). */
   drain(): void {
     this.scheduled = false;
@@ -60,6 +74,7 @@ export class RoundActor {
       for (let i = 0; i < pending.length; ) {
         let end = i;
         while (end < pending.length && end - i < MAX_ROUND && sharesRounds(pending[end]!.message)) end++;
+        this.sizes[end - i]!++;
         if (end - i > 1) {
           this.round(pending.slice(i, end));
           i = end;

@@ -3,6 +3,7 @@
  * one writer, one command at a time, in arrival order per port; with a journal, in rounds that
  * commit once their journal entry is stored (journaled.ts).
  */
+import fs from 'node:fs';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { ABANDON_INTERRUPTED, hasInterruptedJobs } from '../bulk/jobs.js';
 import { ControlPlane } from '../control/controlPlane.js';
@@ -68,6 +69,8 @@ const ports = new Set<MessagePort>();
 const killAfterAppendOf = process.env.TRACKD_TEST_KILL_AFTER_JOURNALING || undefined;
 /** Tests only (faults): once this file exists, the process kills itself halfway through uploading the next snapshot. */
 const killDuringSnapshot = process.env.TRACKD_TEST_KILL_DURING_SNAPSHOT || undefined;
+/** Diagnostics: at close, the actor appends the sizes of the transactions it ran to this file (rounds.ts, `roundSizes`). */
+const roundSizesFile = process.env.TRACKD_ROUND_SIZES || undefined;
 
 try {
   const control = await ControlPlane.open(data.dataDir);
@@ -166,6 +169,9 @@ try {
       if (rounds !== undefined) {
         rounds.drain();
         rounds.current().close();
+        // Diagnostics (bench runs): the sizes of the transactions the actor ran, one JSON line per shard.
+        if (roundSizesFile !== undefined)
+          fs.appendFileSync(roundSizesFile, `${JSON.stringify({ shard: data.index, pid: process.pid, ...rounds.roundSizes() })}\n`);
       } else if (actor !== undefined) {
         await schedule?.close();
         await actor.idle();

@@ -6,6 +6,7 @@ import type { AssetPlacement } from '../locations/placement.js';
 import { checkpointInBackground } from '../storage/checkpointer.js';
 import { migrate, openDatabase, StatementCache, type Db } from '../storage/sqlite.js';
 import { commandNamed } from './commands.js';
+import { deferredRolledBack, deferWrites, writeDeferred } from './deferred.js';
 import type { ShardGenerations, WriteEffects } from './generations.js';
 import { JOURNAL_STREAM } from './journalEntry.js';
 import { encodeError, type CommandAnswer, type CommandMessage } from './mailbox.js';
@@ -121,6 +122,7 @@ export class ShardWriter {
       // A recorded command runs in a transaction (a savepoint in a round) even when its own SQL is one
       // statement: the events it appends (events/log.ts) commit with it or not at all. One that owns
       // its transaction keeps it outermost outside a round (its memory follows that commit).
+      // A command alone does not defer (deferred.ts): its text index terms make one segment either way.
       const value = inRound || (command.recorded && !command.ownsTransaction) ? this.writer.transaction(run)() : run();
       this.eventsVisible();
       return { answer: { id: message.id, value }, record, effects: command.effects(message.args, value) };
@@ -155,9 +157,11 @@ export class ShardWriter {
   /** Opens a round: the commands staged until `commit` or `rollback` commit together or not at all. */
   begin(): void {
     this.statements.get('BEGIN IMMEDIATE').run();
+    deferWrites(this);
   }
 
   commit(): void {
+    writeDeferred(this);
     this.statements.get('COMMIT').run();
   }
 
@@ -176,6 +180,7 @@ export class ShardWriter {
   /** Undoes an open round (a no-op when SQLite already rolled it back itself, as it may on a full disk). */
   rollback(): void {
     if (this.writer.inTransaction) this.writer.exec('ROLLBACK');
+    deferredRolledBack(this);
   }
 
   /** The journal position the shard's state includes: the journal incarnation and its last entry applied here. */

@@ -1,4 +1,5 @@
 import type { Db } from '../storage/sqlite.js';
+import { LAST_SEQ_SQL } from '../events/log.js';
 import { formatTimestamp } from '../wire/timestamps.js';
 import type { StoredSecret } from './secrets.js';
 import type { DeliveryView, WebhookFilters, WebhookView } from './schemas.js';
@@ -83,7 +84,8 @@ export function webhookReads(db: Db) {
     countOfOrg: db.prepare('SELECT count(*) FROM webhooks WHERE org_id = ?').pluck(),
     deliveries: db.prepare('SELECT * FROM webhook_deliveries WHERE webhook_id = ? AND id < ? ORDER BY id DESC LIMIT ?'),
     delivery: db.prepare('SELECT * FROM webhook_deliveries WHERE webhook_id = ? AND id = ?'),
-    head: db.prepare('SELECT last_seq FROM event_heads WHERE org_id = ?').pluck(),
+    // The org's sequence so far, also inside a round (the writer's webhook commands).
+    head: db.prepare(LAST_SEQ_SQL).pluck(),
     oldest: db.prepare('SELECT min(seq) FROM events WHERE org_id = ?').pluck(),
   };
 }
