@@ -245,6 +245,9 @@ class ScanConsumer {
         // former owner's pull request, still queued at the server) may take the next one first.
         this.lastDelivery = delivered;
         this.messages = await consumer.consume({ max_messages: this.options.maxMessages });
+        // A stop that came while this session was being prepared found no session to close: without
+        // this the session would run on and stop() would wait for it for ever.
+        if (this.stopping) void this.messages.close();
         this.services.logger.info({ stream: this.source.stream, consumer: this.durable, delivered }, 'scan consumer session starts');
         this.setReady(true);
         backoff.reset();
