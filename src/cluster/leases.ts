@@ -291,11 +291,13 @@ export class LeaseManager {
       const mine = seen?.node === this.settings.nodeId && seen.since >= this.startedAt;
       const free =
         (seen === undefined || seen.node === '') && now - this.startedAt >= (this.settings.settleMs ?? this.settings.leaseMs * 1.5);
-      const quietFor = seen === undefined ? 0 : now - seen.since;
+      // Quiet for a whole period in which this node's own heartbeats all succeeded: counted from the
+      // lease's last move or this node's last failed heartbeat, whichever came later (counting only
+      // from the move would never count a holder that died before one of this node's failures).
+      const quietSince = seen === undefined ? now : Math.max(seen.since, this.heartbeatFailedAt);
       const stale =
         seen !== undefined &&
-        (quietFor >= this.settings.leaseMs || (this.gone(seen.node, now) && seen.since <= this.absent.get(seen.node)!.since)) &&
-        this.heartbeatFailedAt < seen.since;
+        (now - quietSince >= this.settings.leaseMs || (this.gone(seen.node, now) && seen.since <= this.absent.get(seen.node)!.since));
       if (!mine && !free && !stale) continue;
       // A stale holder is not a candidate: its heartbeat may still move (a node whose lease renewals fail).
       // Nor is the node that released a shard, while another is live: it gave the shard up (fenced, stopping).

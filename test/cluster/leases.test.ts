@@ -8,6 +8,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import t from 'tap';
+import { LEASE_BUCKET } from '../../src/cluster/leaseBucket.js';
+import { natsProxy } from '../helpers/natsProxy.js';
 import { eventually, ROOT, startNats, type Teardown } from '../helpers/trackd.js';
 
 const SHARDS = 4;
@@ -119,3 +121,27 @@ t.test('a holder killed -9 (its connection gone) loses its shards once it has be
   );
   t.ok(last >= 1000, `and not before it had been seen gone for ABSENT_MS (${last} ms)`);
 });
+
+t.test(
+  "a contender whose heartbeat failed after the holder's last renewal still takes over, a whole period after its failure",
+  async (t) => {
+    const nats = await startNats(t);
+    // node-b reaches the server through a proxy that can lose its heartbeat writes.
+    const proxy = await natsProxy(t, nats.url);
+    const a = startNode(t, nats.url, 'node-a');
+    await eventually(() => a.ticks().at(-1)?.held.length === SHARDS, 30_000);
+    const b = startNode(t, proxy.url, 'node-b');
+    await eventually(() => b.ticks().at(-1)?.live.length === 2, 30_000);
+    a.child.kill('SIGSTOP');
+    // After A's last renewal, one of B's heartbeats fails (its write lost on the way), then they succeed again.
+    proxy.lose(`$KV.${LEASE_BUCKET}.node.node-b`);
+    await eventually(() => proxy.lost() > 0 && b.events.some((e) => e.kind === 'error' && /heartbeat/.test(e.detail)), 30_000);
+    proxy.lose(undefined);
+    const failedAt = Date.now();
+    await eventually(() => b.events.filter((e) => e.kind === 'acquired').length === SHARDS, 60_000).catch(() => undefined);
+    const taken = b.events.filter((e) => e.kind === 'acquired');
+    t.equal(taken.length, SHARDS, `node-b took every shard over (${taken.length} of ${SHARDS})`);
+    const first = Math.min(...taken.map((e) => e.at));
+    t.ok(first - failedAt >= LEASE_MS - 500, `not before a whole period of good heartbeats (${first - failedAt} ms after the failure)`);
+  },
+);
