@@ -25,6 +25,19 @@ export interface JournalSettings {
 }
 
 /**
+ * Whether two creation times read from the journal stream name the same stream. nats-server 2.9
+ * reports a replicated stream's creation time as the replica answering made it, so the time read
+ * after a leader change differs by some milliseconds (seen in the 3-node test: 16:05:13.888412641Z
+ * against .876662494Z, the stream never created again, and a rebuild refused as "a history this
+ * shard's state is not from"). A stream deleted and created again is further apart than a minute.
+ */
+export function sameJournalStream(a: string, b: string): boolean {
+  if (a === b) return true;
+  const [ta, tb] = [Date.parse(a), Date.parse(b)];
+  return a !== '' && b !== '' && Number.isFinite(ta) && Number.isFinite(tb) && Math.abs(ta - tb) < 60_000;
+}
+
+/**
  * An append refused because the journal's last entry on the shard's subject is not the one this
  * writer appended last: another writer has appended since, so this one no longer owns the shard.
  */

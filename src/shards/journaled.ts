@@ -2,7 +2,7 @@ import { ApiError } from '../errors/catalog.js';
 import { unavailable } from '../errors/domain.js';
 import { Backoff } from '../scans/backoff.js';
 import { commandNamed } from './commands.js';
-import { JournalFenced, type ShardJournal } from './journal.js';
+import { JournalFenced, sameJournalStream, type ShardJournal } from './journal.js';
 import { entryGroups, entryPayload, fitsOneEntry, journaledJson, recordsOf } from './journalEntry.js';
 import { decodeError, encodeError, type CommandAnswer, type CommandMessage } from './mailbox.js';
 import type { ShardRecord } from './records.js';
@@ -47,7 +47,7 @@ export async function reconcile(
   const at = writer.journalPosition();
   const last = await journal.last();
   let from: number;
-  if (at.created === journal.created) {
+  if (sameJournalStream(at.created, journal.created)) {
     from = at.seq;
     if (last < from) {
       // The journal lost entries the shard holds (a broker that lost unsynced writes): go on from its

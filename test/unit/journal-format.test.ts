@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import t from 'tap';
 import { runsOf, seqsOf } from '../../src/scans/journalForm.js';
 import { entryGroups, entryPayload, fitsOneEntry } from '../../src/shards/journalEntry.js';
+import { sameJournalStream } from '../../src/shards/journal.js';
 
 t.test('runs of sequences', async (t) => {
   const cases: [number[], number[]][] = [
@@ -75,4 +76,15 @@ t.test('entries of a round', async (t) => {
       names: ['r1', 'r2'],
     },
   );
+});
+
+t.test('the same journal stream, as different replicas report its creation time', async (t) => {
+  const cases: [string, string, boolean, string][] = [
+    ['2026-11-26T16:05:13.888412641Z', '2026-11-26T16:05:13.888412641Z', true, 'the same text'],
+    ['2026-11-26T16:05:13.888412641Z', '2026-11-26T16:05:13.876662494Z', true, 'two replicas, 12 ms apart (seen)'],
+    ['2026-11-26T16:05:13.888Z', '2026-11-26T16:06:14.000Z', false, 'created again a minute later'],
+    ['', '2026-11-26T16:05:13.888Z', false, 'no journal recorded yet'],
+    ['not a time', '2026-11-26T16:05:13.888Z', false, 'unreadable'],
+  ];
+  for (const [a, b, same, why] of cases) t.equal(sameJournalStream(a, b), same, why);
 });
