@@ -13,12 +13,12 @@ const IntString = (min: number, max: number) => Type.Integer({ minimum: min, max
 export const READ_MMAP_MAX_MB = Math.floor(0x7fff0000 / (1024 * 1024));
 
 /**
- * SQLite's page cache of each shard's writing connection (SHARD_CACHE_MB), in MiB. Filled only by
- * the pages the writer reads, so a small shard file never reaches it. At 1,000,000 assets the moves
- * of a scan batch read random pages of history, assets and positions, and with 64 MiB each was read
- * again from the file (docs/field-rereads.md: 1.45x less CPU per batch with 1,024).
+ * SQLite's page cache of each shard's writing connection (SHARD_CACHE_MB), in MiB; filled only by
+ * the pages the writer reads. The default is every connection's 64 MiB: 1,024 cut the probe's CPU
+ * per scan batch at 1,000,000 assets 1.45x, but the bench's ingest-field at that size had a worse
+ * publish-to-visible latency in both runs with it, cause not found (docs/field-rereads.md).
  */
-export const DEFAULT_WRITER_CACHE_MB = 1024;
+export const DEFAULT_WRITER_CACHE_MB = 64;
 
 /** The environment trackd reads: every variable optional, validated once at start. */
 export const ConfigSchema = Type.Object({
