@@ -121,6 +121,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
         }
       : undefined,
     config.CLUSTER_NODE_ID === undefined ? undefined : { natsUrl: config.NATS_URL!, replicas: config.JOURNAL_REPLICAS },
+    config.SHARD_CACHE_MB,
   );
   const readiness = Readiness.initial({ storage: true, consumer: false });
   // Cluster mode: the shards this node serves; requests for the others go to their owners (shard RPC).

@@ -25,6 +25,8 @@ export interface BenchOptions {
   compare: string[] | undefined;
   /** Rows the import scenario imports (`--bulk-rows`); undefined: the size's. */
   bulkRows?: number;
+  /** ingest-field's paced latency phase at this offered rate in reads/s (`--field-rate`); undefined: half the burst's measured rate. */
+  fieldRate?: number;
 }
 
 export interface BenchContext {

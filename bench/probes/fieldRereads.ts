@@ -6,7 +6,7 @@
  * from a connection of the probe after each batch, so each count is one commit's) and the
  * checkpoint's time. Prints one JSON document.
  *
- *   node dist/bench/probes/fieldRereads.js --data DIR [--batch 20000] [--batches 5] [--moves 0.05] [--gap-s 300] [--warm]
+ *   node dist/bench/probes/fieldRereads.js --data DIR [--batch 20000] [--batches 5] [--moves 0.05] [--gap-s 300] [--warm] [--profile FILE] [--shard N]
  *   node dist/bench/probes/fieldRereads.js --data DIR --prepare
  *
  * DIR is a stopped trackd's DATA_DIR (bench --keep: <workdir>/data); it is copied first, except
@@ -23,6 +23,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Session } from 'node:inspector/promises';
 import { parseArgs } from 'node:util';
 import { ControlPlane } from '../../src/control/controlPlane.js';
 import { applyScanBatch } from '../../src/scans/apply.js';
@@ -41,6 +42,8 @@ const { values } = parseArgs({
     'gap-s': { type: 'string' },
     prepare: { type: 'boolean' },
     warm: { type: 'boolean' },
+    profile: { type: 'string' },
+    shard: { type: 'string' },
   },
 });
 if (values.data === undefined) throw new Error('--data DIR is required');
@@ -58,7 +61,8 @@ function copyDataDir(from: string): string {
 
 const dataDir = values.prepare ? values.data : copyDataDir(values.data);
 const control = await ControlPlane.open(dataDir);
-const shardFile = largestShardFile(dataDir);
+// --shard N: the shard the dataset's positions are in when it is not the largest file (the small dataset's bulk org fills another).
+const shardFile = values.shard === undefined ? largestShardFile(dataDir) : path.join(dataDir, 'shards', `shard-${values.shard}.sqlite`);
 const shardIndex = Number(/shard-(\d+)\.sqlite$/.exec(shardFile)![1]);
 const side = openDatabase(shardFile);
 const { orgId, maxSeen } = side
@@ -178,6 +182,14 @@ if (values.prepare) {
   }
   message = 1;
   checkpoint();
+  // --profile FILE: a CPU profile of the measured batches only (the warm pass left out).
+  const profiler = values.profile === undefined ? undefined : new Session();
+  if (profiler !== undefined) {
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.setSamplingInterval', { interval: 200 });
+    await profiler.post('Profiler.start');
+  }
   const batches: Record<string, number>[] = [];
   for (let b = 0; b < BATCHES; b++) {
     const items: SourcedScan[] = [];
@@ -204,6 +216,11 @@ if (values.prepare) {
       wal_frames_per_1000_reads: Math.round((wal.frames * 1000) / reads),
       checkpoint_ms: Math.round(wal.ms),
     });
+  }
+  if (profiler !== undefined) {
+    const { profile } = await profiler.post('Profiler.stop');
+    fs.writeFileSync(values.profile!, JSON.stringify(profile));
+    profiler.disconnect();
   }
   const history = side.prepare('SELECT count(*) FROM scan_history').pluck().get();
   const median = (key: string) => [...batches.map((b) => b[key]!)].sort((a, b) => a - b)[Math.floor(batches.length / 2)];

@@ -10,8 +10,9 @@ const READS = 50;
  * 1,000,000 assets the burst alone would otherwise read mostly assets not yet read since the seed,
  * and measure new visits, where the field re-reads tags read seconds before). Throughput: a burst
  * published as fast as the stream acks, from the first publish until its last message is visible.
- * Latency: the same workload paced evenly at half that rate (as a reader network offers it), with
- * publish-to-visible probes every 20 ms.
+ * Latency: the same workload paced evenly at half that rate (as a reader network offers it), or at
+ * `--field-rate` reads/s (a rate fixed across the runs of an A/B), with publish-to-visible probes
+ * every 20 ms.
  */
 export const ingestField: CustomScenario = {
   kind: 'custom',
@@ -31,7 +32,8 @@ export const ingestField: CustomScenario = {
     const visible = await waitVisible(ctx, published.last.asset, published.last.observedAt, 10 * 60_000);
     const rate = Math.round((messages * READS) / ((visible - started) / 1000));
 
-    const pacedRate = Math.max(10, Math.round(rate / READS / 2));
+    const offered = ctx.options.fieldRate ?? rate / 2;
+    const pacedRate = Math.max(10, Math.round(offered / READS));
     const paced = fieldPlan(ctx, READS, Math.max(20, Math.round(pacedRate * ctx.options.durationSeconds)), 'field-paced');
     const latency = await publish(ctx, paced, { ratePerSecond: pacedRate, probeEveryMs: 20 });
     const ceiling = await jetstreamCeiling(ctx, fieldPlan(ctx, READS, messages, 'ceiling'));

@@ -142,8 +142,8 @@ function prepareStatements(db: Db) {
 class ScanStore {
   private readonly positions = new Map<number, Position | null>();
   /** Resolved tags (asset id, or LOCATION_TAG) and unresolved ones, kept apart so new tags drop only the misses. */
-  private readonly tagHits = new Map<string, number>();
-  private readonly tagMisses = new Set<string>();
+  private readonly tagHits = new TagCache(MAX_CACHED_TAGS);
+  private readonly tagMisses = new TagCache(MAX_CACHED_TAGS);
   private readonly locationHits = new Map<string, number>();
   private readonly locationMisses = new Set<string>();
   private readonly applied = new Map<string, number>();
@@ -347,17 +347,16 @@ class ScanStore {
   private resolveReads(items: SourcedScan[]): number[] {
     const resolved: number[] = [];
     const pendingAt: number[] = [];
-    const pendingKeys: string[] = [];
+    const pending: { orgId: number; tagType: string; value: string }[] = [];
     const lookups = new Map<string, { orgId: number; tagType: string; values: Set<string> }>();
     for (const { scan } of items) {
       for (const read of scan.reads) {
-        const key = `${scan.orgId}\u0001${read.tagType}\u0001${read.value}`;
-        const hit = this.tagHits.get(key);
+        const hit = this.tagHits.get(scan.orgId, read.tagType, read.value);
         if (hit !== undefined) resolved.push(hit);
         else {
-          if (!this.tagMisses.has(key)) {
+          if (this.tagMisses.get(scan.orgId, read.tagType, read.value) === undefined) {
             pendingAt.push(resolved.length);
-            pendingKeys.push(key);
+            pending.push({ orgId: scan.orgId, tagType: read.tagType, value: read.value });
             const group = `${scan.orgId}\u0001${read.tagType}`;
             let lookup = lookups.get(group);
             if (lookup === undefined) lookups.set(group, (lookup = { orgId: scan.orgId, tagType: read.tagType, values: new Set() }));
@@ -368,7 +367,7 @@ class ScanStore {
       }
     }
     if (pendingAt.length === 0) return resolved;
-    const found = new Map<string, number>();
+    const found = new TagCache(Number.POSITIVE_INFINITY);
     for (const { orgId, tagType, values } of lookups.values()) {
       const rows = this.s.tags.all(orgId, tagType, JSON.stringify([...values])) as {
         value: string;
@@ -382,14 +381,14 @@ class ScanStore {
         let assetId = UNKNOWN;
         if (row !== undefined && row.asset_id !== null) assetId = row.asset_deleted_at === null ? row.asset_id : UNKNOWN;
         else if (row !== undefined && row.location_id !== null) assetId = LOCATION_TAG;
-        const key = `${orgId}\u0001${tagType}\u0001${value}`;
-        found.set(key, assetId);
-        remember(assetId === UNKNOWN ? this.tagMisses : this.tagHits, key, assetId, MAX_CACHED_TAGS);
+        found.set(orgId, tagType, value, assetId);
+        (assetId === UNKNOWN ? this.tagMisses : this.tagHits).set(orgId, tagType, value, assetId);
       }
     }
     const unplaced = new Set<number>();
     for (let i = 0; i < pendingAt.length; i++) {
-      const assetId = found.get(pendingKeys[i]!) ?? UNKNOWN;
+      const { orgId, tagType, value } = pending[i]!;
+      const assetId = found.get(orgId, tagType, value) ?? UNKNOWN;
       resolved[pendingAt[i]!] = assetId;
       if (assetId > 0 && !this.positions.has(assetId)) unplaced.add(assetId);
     }
@@ -452,7 +451,7 @@ class ScanStore {
       this.positions.set(assetId, committed);
     }
     if (committed === null) return undefined;
-    const copy = { ...committed };
+    const copy = copyOf(committed);
     touched.set(assetId, copy);
     return copy;
   }
@@ -545,6 +544,52 @@ function positionOf(row: PositionRow): Position {
     visitCount: row.visit_count,
     stored: true,
   };
+}
+
+/** A position to change in a batch (a literal of the same shape: a spread of it cost as much as the rest of a re-read's JS). */
+function copyOf(p: Position): Position {
+  return {
+    assetId: p.assetId,
+    orgId: p.orgId,
+    locationId: p.locationId,
+    lastSeenAt: p.lastSeenAt,
+    visitId: p.visitId,
+    visitStartedAt: p.visitStartedAt,
+    visitReadCount: p.visitReadCount,
+    visitCount: p.visitCount,
+    stored: p.stored,
+  };
+}
+
+/**
+ * Tags by organization, tag type and value: a read is looked up without building a key string
+ * from its three parts (a string per read, then hashed, was most of the resolution's CPU).
+ */
+class TagCache {
+  private readonly byOrg = new Map<number, Map<string, Map<string, number>>>();
+  private size = 0;
+
+  constructor(private readonly max: number) {}
+
+  get(orgId: number, tagType: string, value: string): number | undefined {
+    return this.byOrg.get(orgId)?.get(tagType)?.get(value);
+  }
+
+  /** Adds; a full cache starts over (cheaper than LRU bookkeeping per read). */
+  set(orgId: number, tagType: string, value: string, id: number): void {
+    if (this.size >= this.max) this.clear();
+    let types = this.byOrg.get(orgId);
+    if (types === undefined) this.byOrg.set(orgId, (types = new Map()));
+    let values = types.get(tagType);
+    if (values === undefined) types.set(tagType, (values = new Map()));
+    if (!values.has(value)) this.size++;
+    values.set(value, id);
+  }
+
+  clear(): void {
+    this.byOrg.clear();
+    this.size = 0;
+  }
 }
 
 /** Adds to a bounded cache; a full cache starts over (cheaper than LRU bookkeeping per read). */

@@ -509,6 +509,9 @@ class ScanConsumer {
           now,
           accepted_at: batch.at(-1)!.acceptedAt,
           started_at: startedAt,
+          // The shard's last commit with events (shared memory): this batch's commit when it made events
+          // (a write of another command between its commit and this answer would be later).
+          committed_at: shard.generations.lastEventsAt(),
           applied_at: Date.now(),
           backlog: this.backlog,
         },

@@ -139,9 +139,15 @@ export interface RereadBatch {
   appended: [number, Reread][];
   /** Assets whose entry the batch's fold wrote into scan_positions. */
   folded: number[];
+  /** The asset ids the fold's slice covered: after `from`, through `to` (Infinity: to the end of the table). */
+  slice?: { from: number; to: number };
   /** Assets whose scan_positions row the batch wrote itself (a move, a new visit): their entry is older. */
   written: number[];
 }
+
+/** Consecutive asset ids per bucket of the unfolded entries' ids (RereadLog.file); tests set a few (TRACKD_TEST_FOLD_BUCKET) so that their assets span many. */
+const BUCKET = Number(process.env.TRACKD_TEST_FOLD_BUCKET) || 256;
+const bucketOf = (assetId: number) => Math.floor(assetId / BUCKET);
 
 /**
  * The writer's side: appends a batch's re-reads, folds a slice per batch, and keeps the latest
@@ -158,7 +164,10 @@ export class RereadLog extends RereadOverlay {
     this.s = {
       append: p('INSERT INTO scan_rereads (seq, asset_id, visit_id, last_seen_at, visit_read_count) VALUES (?, ?, ?, ?, ?)'),
       state: p('SELECT cursor, cycle_seq, folded_through FROM scan_reread_fold WHERE id = 1'),
-      slice: p('SELECT asset_id FROM scan_positions WHERE asset_id > ? ORDER BY asset_id LIMIT ?').pluck(),
+      // The slice's size and last asset id, counted by SQLite in one step (a walk of the rows from JS cost a tenth of a batch at 1,000,000 positions).
+      slice: p(
+        'SELECT count(*) AS n, max(asset_id) AS last FROM (SELECT asset_id FROM scan_positions WHERE asset_id > ? ORDER BY asset_id LIMIT ?)',
+      ),
       fold: p(
         'UPDATE scan_positions SET last_seen_at = ?, visit_read_count = ? WHERE asset_id = ? AND visit_id = ? AND visit_read_count < ?',
       ),
@@ -167,6 +176,7 @@ export class RereadLog extends RereadOverlay {
     };
     const { folded_through } = this.s.state.get() as FoldState;
     const last = this.take(p(`SELECT ${LOG_COLUMNS} FROM scan_rereads ORDER BY seq`).raw().iterate() as Iterable<number[]>, 0);
+    for (const assetId of this.latest.keys()) this.file(assetId);
     this.nextSeq = Math.max(last, folded_through) + 1;
     this.registerOn(db);
   }
@@ -187,19 +197,17 @@ export class RereadLog extends RereadOverlay {
    */
   fold(batch: RereadBatch, slice: number): void {
     const state = this.s.state.get() as FoldState;
-    // The slice's positions, in asset-id order (consecutive rows share pages): a walk of the slice, not of the entries.
-    let seen = 0;
-    let end = state.cursor;
-    for (const assetId of this.s.slice.iterate(state.cursor, slice) as IterableIterator<number>) {
-      seen++;
-      end = assetId;
-      if (this.latest.has(assetId)) batch.folded.push(assetId);
-    }
+    const { n, last } = this.s.slice.get(state.cursor, slice) as { n: number; last: number | null };
+    // The slice's positions are the next `slice` after the cursor, in asset-id order (consecutive rows share pages).
+    const whole = n === slice;
+    const to = whole ? last! : Number.POSITIVE_INFINITY;
+    batch.slice = { from: state.cursor, to };
+    for (const assetId of this.filedIn(state.cursor, to)) if (this.latest.has(assetId)) batch.folded.push(assetId);
     for (const assetId of batch.folded) {
       const r = this.latest.get(assetId)!;
       this.s.fold.run(r.lastSeenAt, r.readCount, assetId, r.visitId, r.readCount);
     }
-    if (seen === slice) this.s.saveState.run(end, state.cycle_seq, state.folded_through);
+    if (whole) this.s.saveState.run(last, state.cycle_seq, state.folded_through);
     else {
       this.s.deleteThrough.run(state.cycle_seq);
       this.s.saveState.run(0, this.nextSeq - 1, state.cycle_seq);
@@ -217,8 +225,60 @@ export class RereadLog extends RereadOverlay {
   committed(batch: RereadBatch): void {
     for (const assetId of batch.folded) this.latest.delete(assetId);
     for (const assetId of batch.written) this.latest.delete(assetId);
-    for (const [assetId, r] of batch.appended) this.latest.set(assetId, r);
+    if (batch.slice !== undefined) this.unfile(batch.slice.from, batch.slice.to);
+    for (const [assetId, r] of batch.appended) {
+      if (!this.latest.has(assetId)) this.file(assetId);
+      this.latest.set(assetId, r);
+    }
     this.nextSeq += batch.appended.length;
+  }
+
+  /**
+   * The asset ids of the entries, filed by bucket of consecutive ids, so that a fold finds those of
+   * its slice without walking the slice's positions. A bucket may still hold ids whose entry is gone
+   * (written by a move) or twice; the fold checks each against `latest`, and a fold's commit empties
+   * the buckets of its slice.
+   */
+  private readonly buckets = new Map<number, number[]>();
+
+  private file(assetId: number): void {
+    const key = bucketOf(assetId);
+    const ids = this.buckets.get(key);
+    if (ids === undefined) this.buckets.set(key, [assetId]);
+    else ids.push(assetId);
+  }
+
+  /** The distinct filed ids after `from` through `to`, ascending. */
+  private filedIn(from: number, to: number): number[] {
+    const out: number[] = [];
+    for (const key of this.bucketsIn(from, to)) for (const id of this.buckets.get(key)!) if (id > from && id <= to) out.push(id);
+    out.sort((a, b) => a - b);
+    let kept = 0;
+    for (let i = 0; i < out.length; i++) if (i === 0 || out[i] !== out[i - 1]) out[kept++] = out[i]!;
+    out.length = kept;
+    return out;
+  }
+
+  /** Drops the filed ids after `from` through `to` (a committed fold wrote their entries). */
+  private unfile(from: number, to: number): void {
+    for (const key of this.bucketsIn(from, to)) {
+      const left = this.buckets.get(key)!.filter((id) => id <= from || id > to);
+      if (left.length === 0) this.buckets.delete(key);
+      else this.buckets.set(key, left);
+    }
+  }
+
+  /** The keys of the non-empty buckets that may hold ids after `from` through `to`. */
+  private bucketsIn(from: number, to: number): number[] {
+    const first = bucketOf(from + 1);
+    const last = bucketOf(to);
+    const span = last - first + 1;
+    if (span <= this.buckets.size) {
+      const keys: number[] = [];
+      for (let key = first; key < first + span; key++) if (this.buckets.has(key)) keys.push(key);
+      return keys;
+    }
+    return [...this.buckets.keys()].filter((key) => key >= first && key <= last);
   }
 }
 

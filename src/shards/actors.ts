@@ -51,6 +51,8 @@ export class ShardActors {
     },
     /** Cluster mode: where the actors reserve id blocks (the cluster's control bucket). */
     private readonly clusterIds?: ShardWorkerData['clusterIds'],
+    /** SHARD_CACHE_MB: the page cache of each actor's writing connection. */
+    private readonly cacheMb?: number,
   ) {}
 
   private start(index: number): Promise<Actor> {
@@ -66,6 +68,7 @@ export class ShardActors {
           journal: this.journal?.settings(),
           snapshots: this.journal?.snapshots,
           clusterIds: this.clusterIds,
+          cacheMb: this.cacheMb,
         };
         const worker = new Worker(threadFile('shards/worker.js'), { workerData, name: `shard-${index}` });
         let started = false;

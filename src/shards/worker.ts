@@ -43,6 +43,8 @@ export interface ShardWorkerData {
   snapshots?: SnapshotPolicy;
   /** Cluster mode: ids come in blocks from the cluster's control bucket instead of the local file. */
   clusterIds?: { natsUrl: string; replicas: number };
+  /** SHARD_CACHE_MB (default DEFAULT_WRITER_CACHE_MB). */
+  cacheMb?: number;
 }
 
 /** What the actor's report index holds after its build at start, and how long the build took. */
@@ -82,7 +84,15 @@ try {
   const generations = new ShardGenerations(data.generations);
   const records = data.recordDir === undefined ? undefined : jsonLinesSink(recordFile(data.recordDir, data.index));
   const open = async () => {
-    const writer = await ShardWriter.open(data.dataDir, data.index, ids, generations, { placement: scanPlacement });
+    const writer = await ShardWriter.open(
+      data.dataDir,
+      data.index,
+      ids,
+      generations,
+      { placement: scanPlacement },
+      undefined,
+      data.cacheMb,
+    );
     writer.recordTo(records?.write);
     return writer;
   };

@@ -5,6 +5,7 @@ import { systemClock } from '../clock.js';
 import type { AssetPlacement } from '../locations/placement.js';
 import { checkpointInBackground } from '../storage/checkpointer.js';
 import { migrate, openDatabase, StatementCache, type Db } from '../storage/sqlite.js';
+import { DEFAULT_WRITER_CACHE_MB } from '../config.js';
 import { commandNamed } from './commands.js';
 import { deferredRolledBack, deferWrites, writeDeferred } from './deferred.js';
 import type { ShardGenerations, WriteEffects } from './generations.js';
@@ -74,9 +75,11 @@ export class ShardWriter {
     generations: ShardGenerations,
     ports: WriterPorts,
     file = shardFile(dataDir, index),
+    cacheMb = DEFAULT_WRITER_CACHE_MB,
   ): Promise<ShardWriter> {
     await migrate(file, shardMigrations);
     const writer = openDatabase(file);
+    writer.pragma(`cache_size = ${-cacheMb * 1024}`);
     // Planner statistics for tables never (or long ago) analyzed. Without them SQLite walks the
     // location tree through the (org_id, external_key) index, a full scan per step (bench: 6 req/s).
     writer.pragma('optimize=0x10002');

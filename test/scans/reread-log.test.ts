@@ -21,6 +21,8 @@ import { spawnTrackd, startNats, startTrackd, type Trackd } from '../helpers/tra
 const ENV = { SHARDS: '1', HISTORY_GAP_SECONDS: '3600' };
 // Read by the scan consumer when it starts (in this process, and in a spawned trackd, which inherits it).
 process.env.TRACKD_TEST_FOLD_SLICE = '7';
+// The writer files its log entries' asset ids in buckets of this many consecutive ids: a few, so that the test's assets span many.
+process.env.TRACKD_TEST_FOLD_BUCKET = '3';
 
 interface ReportItem {
   asset_id: number;
