@@ -125,7 +125,7 @@ export function insertAssetRow(
 const createCommand = shardCommand(
   'assets.create',
   (shard, { orgId, body }: { orgId: number; body: AssetCreateBody }): AssetView =>
-    shard.writer.transaction(() => {
+    shard.transaction(() => {
       const now = shard.now;
       const validFrom = requestTime(body.valid_from) ?? now;
       const validTo = requestTime(body.valid_to) ?? null;
@@ -140,7 +140,7 @@ const createCommand = shardCommand(
       const view = readWritten(shard, orgId, id);
       eventLogOf(shard).append(orgId, 'asset.created', { asset: view });
       return view;
-    })(),
+    }),
   { table: 'assets', ids: [] },
 );
 
