@@ -17,6 +17,7 @@ import { ShardWriter } from '../../src/shards/writer.js';
  * the bench's raw insert and the shard's batch command of a job.
  */
 
+/** The tag value of row `i` (the bench's CSV and the probes alike). */
 export const tagValue = (i: number) => `E2${String(i).padStart(22, '0')}`;
 
 export interface ImportFile {
