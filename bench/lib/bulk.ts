@@ -8,16 +8,14 @@ import http from 'node:http';
 import Database from 'better-sqlite3';
 import type { Knex } from 'knex';
 import { eventLogSequence, walksTable } from '../../src/bulk/export.js';
+import { raiseWriterCache } from '../../src/bulk/writerCache.js';
 import { ControlPlane } from '../../src/control/controlPlane.js';
 import { addLowerFunction } from '../../src/masterdata/filters.js';
-import { pauseTextIndex, resumeTextIndex } from '../../src/masterdata/textIndex.js';
 import { scanPlacement } from '../../src/scans/placement.js';
 import '../../src/shards/commandIndex.js';
 import { ShardGenerations } from '../../src/shards/generations.js';
 import { ShardWriter } from '../../src/shards/writer.js';
-
-/** The tag value of CSV row `i`. */
-const tagValue = (i: number) => `E2${String(i).padStart(22, '0')}`;
+import { rawInsert, tagValue } from './importSides.js';
 
 /** A CSV of `rows` assets with one rfid tag each (`external_key,name,tags`); returns its size in bytes. */
 export function writeAssetCsv(file: string, rows: number): number {
@@ -219,30 +217,18 @@ export function exportWalksTable(shardFile: string, orgId: number): boolean {
  * Import ceiling: the CSV's rows inserted straight into a fresh shard file (same schema and
  * indexes, one transaction per 1,000 rows, prepared statements; no parsing, validation, HTTP,
  * events or records), the q text index kept per transaction as an import batch keeps it (paused
- * triggers, the asset before its tag, one rewrite at the end: migration 016). Rows/s.
+ * triggers, the asset before its tag, one rewrite at the end: migration 016), with the writer cache
+ * a job's batches raise (bulk/writerCache.ts). Rows/s.
  */
 export async function assetInsertCeiling(dir: string, rows: number): Promise<number> {
   const control = await ControlPlane.open(dir);
   const org = await control.createOrg('ceiling', 1);
   const writer = await ShardWriter.open(dir, 0, control, new ShardGenerations(), { placement: scanPlacement });
   try {
-    const db = writer.writer;
-    const asset = db.prepare(
-      'INSERT INTO assets (id, org_id, external_key, name, description, is_active, metadata, valid_from, valid_to, created_at, updated_at) VALUES (?, ?, ?, ?, NULL, 1, ?, ?, NULL, ?, ?)',
-    );
-    const tag = db.prepare('INSERT INTO tags (id, org_id, tag_type, value, asset_id, created_at) VALUES (?, ?, ?, ?, ?, ?)');
+    raiseWriterCache(writer);
+    const insert = rawInsert({ name: 'ceiling', dir, control, writer, orgId: org.id });
     const started = performance.now();
-    const now = Date.now();
-    for (let from = 1; from <= rows; from += 1000) {
-      db.transaction(() => {
-        pauseTextIndex(writer);
-        for (let i = from; i < from + 1000 && i <= rows; i++) {
-          asset.run(i, org.id, `BULK-${i}`, `Asset ${i}`, '{}', now, now, now);
-          tag.run(i, org.id, 'rfid', tagValue(i), i, now);
-        }
-        resumeTextIndex(writer);
-      })();
-    }
+    for (let from = 1; from <= rows; from += 1000) insert(from, Math.min(from + 1000, rows + 1));
     return rows / ((performance.now() - started) / 1000);
   } finally {
     writer.close();

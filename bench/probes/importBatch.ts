@@ -14,19 +14,10 @@
  * from both files; `both` adds a third file, the batch command without them, to the same alternation:
  * what the import would gain from a text index that cost nothing.
  */
-import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
+import fs from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ulid } from 'ulid';
-import { assetBatchCommand } from '../../src/bulk/assetRows.js';
-import type { BatchArgs } from '../../src/bulk/batch.js';
-import { ControlPlane } from '../../src/control/controlPlane.js';
-import { pauseTextIndex, resumeTextIndex } from '../../src/masterdata/textIndex.js';
-import { scanPlacement } from '../../src/scans/placement.js';
-import '../../src/shards/commandIndex.js';
-import { ShardGenerations } from '../../src/shards/generations.js';
-import { ShardWriter } from '../../src/shards/writer.js';
+import { closeImportFile, type ImportFile, importJob, openImportFile, rawInsert, threadCounters } from '../lib/importSides.js';
 import { machine } from '../lib/processes.js';
 
 const { values } = parseArgs({
@@ -39,108 +30,34 @@ const MODE = (values.mode ?? 'create') as 'create' | 'upsert';
 const TEXT_INDEX = values['text-index-triggers'] ?? 'on';
 if (!['on', 'off', 'both'].includes(TEXT_INDEX)) throw new Error('--text-index-triggers: on, off or both');
 
-const tagValue = (i: number) => `E2${String(i).padStart(22, '0')}`;
-
 interface Side {
-  name: string;
-  dir: string;
-  control: ControlPlane;
-  writer: ShardWriter;
-  orgId: number;
+  file: ImportFile;
   cpuUs: number[];
   threadUs: number[];
   block: (from: number, to: number) => void;
 }
 
-async function open(name: string, textIndex = TEXT_INDEX !== 'off'): Promise<Omit<Side, 'block'>> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'trackd-import-batch-'));
-  const control = await ControlPlane.open(dir);
-  const org = await control.createOrg('probe', 1);
-  const writer = await ShardWriter.open(dir, 0, control, new ShardGenerations(), { placement: scanPlacement });
-  if (!textIndex) {
-    const triggers = writer.writer
-      .prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%text%'")
-      .pluck()
-      .all() as string[];
-    for (const trigger of triggers) writer.writer.exec(`DROP TRIGGER ${trigger}`);
-  }
-  return { name, dir, control, writer, orgId: org.id, cpuUs: [], threadUs: [] };
-}
-
-function rawInsert(side: Omit<Side, 'block'>): Side {
-  const db = side.writer.writer;
-  const asset = db.prepare(
-    'INSERT INTO assets (id, org_id, external_key, name, description, is_active, metadata, valid_from, valid_to, created_at, updated_at) VALUES (?, ?, ?, ?, NULL, 1, ?, ?, NULL, ?, ?)',
-  );
-  const tag = db.prepare('INSERT INTO tags (id, org_id, tag_type, value, asset_id, created_at) VALUES (?, ?, ?, ?, ?, ?)');
-  return {
-    ...side,
-    block: (from, to) => {
-      const now = Date.now();
-      db.transaction(() => {
-        pauseTextIndex(side.writer);
-        for (let i = from; i < to; i++) {
-          asset.run(i, side.orgId, `BULK-${i}`, `Asset ${i}`, '{}', now, now, now);
-          tag.run(i, side.orgId, 'rfid', tagValue(i), i, now);
-        }
-        resumeTextIndex(side.writer);
-      })();
-    },
-  };
-}
-
-let serial = 0;
-/** A job of `mode` on the side's org: a function applying rows [from, to) as its next batch. */
-function job(side: Omit<Side, 'block'>, mode: 'create' | 'upsert'): (from: number, to: number) => void {
-  const jobId = ulid();
-  const begun = side.writer.execute({
-    id: ++serial,
-    name: 'bulk.begin',
-    now: Date.now(),
-    args: { orgId: side.orgId, jobId, idempotencyKey: null, kind: 'assets', mode, dryRun: false, atomic: false, format: 'csv' },
-  });
-  if (begun.error !== undefined) throw new Error(`bulk.begin: ${JSON.stringify(begun.error)}`);
-  let processed = 0;
-  return (from, to) => {
-    const rows: BatchArgs['rows'] = [];
-    for (let i = from; i < to; i++) {
-      rows.push({ row: i, body: { external_key: `BULK-${i}`, name: `Asset ${i}`, tags: [{ tag_type: 'rfid', value: tagValue(i) }] } });
-    }
-    const args: BatchArgs = {
-      orgId: side.orgId,
-      jobId,
-      mode,
-      dryRun: false,
-      atomic: false,
-      rows,
-      errors: [],
-      failedRows: 0,
-      throughRow: to - 1,
-      processedBefore: processed,
-    };
-    const answer = side.writer.execute({ id: ++serial, name: assetBatchCommand.name, now: Date.now(), args });
-    if (answer.error !== undefined) throw new Error(`batch: ${JSON.stringify(answer.error)}`);
-    processed += rows.length;
-  };
-}
+const open = (name: string, textIndex = TEXT_INDEX !== 'off') => openImportFile(name, { textIndex });
 
 /** `--mode upsert`: the rows are created first (not measured), then the measured job re-imports them unchanged. */
-function batchCommand(side: Omit<Side, 'block'>): Side {
+function batchCommand(file: ImportFile): Side {
   if (MODE === 'upsert') {
-    const create = job(side, 'create');
+    const create = importJob(file, 'create');
     for (let from = 1; from <= ROWS; from += BATCH) create(from, Math.min(from + BATCH, ROWS + 1));
-    const finished = side.writer.writer
+    const finished = file.writer.writer
       .prepare("UPDATE bulk_jobs SET status = 'completed' WHERE org_id = ? AND status = 'processing'")
-      .run(side.orgId);
+      .run(file.orgId);
     if (finished.changes !== 1) throw new Error('the create job was not processing');
   }
-  return { ...side, block: job(side, MODE) };
+  return { file, cpuUs: [], threadUs: [], block: importJob(file, MODE) };
 }
 
-/** This thread's CPU time in microseconds (Linux). */
-const threadCpuUs = () => Number(fs.readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1000;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
-const sides = [rawInsert(await open('raw insert (the ceiling)')), batchCommand(await open('bulk.assets.apply'))];
+const ceilingFile = await open('raw insert (the ceiling)');
+const sides: Side[] = [
+  { file: ceilingFile, cpuUs: [], threadUs: [], block: rawInsert(ceilingFile) },
+  batchCommand(await open('bulk.assets.apply')),
+];
 if (TEXT_INDEX === 'both') sides.push(batchCommand(await open('bulk.assets.apply without the text index triggers', false)));
 const loadBefore = os.loadavg();
 const started = performance.now();
@@ -150,25 +67,21 @@ try {
       const side = sides[(k + turn) % sides.length]!;
       const to = Math.min(from + BATCH, ROWS + 1);
       const cpu = process.cpuUsage();
-      const thread = threadCpuUs();
+      const thread = threadCounters().cpuUs;
       side.block(from, to);
-      side.threadUs.push((threadCpuUs() - thread) / (to - from));
+      side.threadUs.push((threadCounters().cpuUs - thread) / (to - from));
       const used = process.cpuUsage(cpu);
       side.cpuUs.push((used.user + used.system) / (to - from));
     }
   }
   for (const side of sides.slice(1)) {
-    const counts = side.writer.writer
+    const counts = side.file.writer.writer
       .prepare("SELECT created, updated, unchanged FROM bulk_jobs WHERE org_id = ? AND status = 'processing'")
-      .get(side.orgId) as { created: number; updated: number; unchanged: number };
-    if (counts[MODE === 'create' ? 'created' : 'unchanged'] !== ROWS) throw new Error(`${side.name}: ${JSON.stringify(counts)}`);
+      .get(side.file.orgId) as { created: number; updated: number; unchanged: number };
+    if (counts[MODE === 'create' ? 'created' : 'unchanged'] !== ROWS) throw new Error(`${side.file.name}: ${JSON.stringify(counts)}`);
   }
 } finally {
-  for (const side of sides) {
-    side.writer.close();
-    side.control.close();
-    fs.rmSync(side.dir, { recursive: true, force: true });
-  }
+  for (const side of sides) closeImportFile(side.file);
 }
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const perRow = (side: Side) => mean(side.threadUs);
@@ -188,12 +101,12 @@ const result = {
   wall_seconds: Math.round((performance.now() - started) / 100) / 10,
   cpu_us_per_row: Object.fromEntries(
     sides.map((s) => [
-      s.name,
+      s.file.name,
       { thread_mean: r1(perRow(s)), thread_median_of_blocks: r1(median(s.threadUs)), process_mean: r1(mean(s.cpuUs)) },
     ]),
   ),
   batch_vs_ceiling_thread_cpu: Math.round((perRow(batch) / perRow(ceiling)) * 100) / 100,
-  rows_per_thread_cpu_second: Object.fromEntries(sides.map((s) => [s.name, Math.round(1e6 / perRow(s))])),
+  rows_per_thread_cpu_second: Object.fromEntries(sides.map((s) => [s.file.name, Math.round(1e6 / perRow(s))])),
   ...(sides[2] === undefined ? {} : { text_index_us_per_row: r1(perRow(batch) - perRow(sides[2])) }),
 };
 const text = JSON.stringify(result, null, 2);

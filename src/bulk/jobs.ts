@@ -6,6 +6,7 @@ import type { ShardWriter } from '../shards/writer.js';
 import type { Db } from '../storage/sqlite.js';
 import { formatNullableTimestamp, formatTimestamp } from '../wire/timestamps.js';
 import { BULK_LIMITS } from './limits.js';
+import { restoreWriterCache } from './writerCache.js';
 
 /**
  * Bulk import jobs as shard state (table bulk_jobs, migration 011). Every change to a job is a
@@ -289,6 +290,7 @@ const finishCommand = shardCommand(
       .get('UPDATE bulk_jobs SET status = ?, total = ?, detail = ?, updated_at = ?, finished_at = ? WHERE job_id = ?')
       .run(status, total, detail, shard.now, shard.now, jobId);
     if (job.dry_run === 0) refreshStatistics(shard, job.kind, job.created);
+    restoreWriterCache(shard, hasRunningJobs(shard));
   },
   'scans',
 );
@@ -311,8 +313,8 @@ export function finishJob(shard: Shard, args: FinishArgs): Promise<void> {
 const INTERRUPTED = "'interrupted (the server stopped while the job ran): '";
 const abandonCommand = shardCommand(
   'bulk.abandonInterrupted',
-  (shard, _args: Record<string, never>): number =>
-    writerStatements(shard)
+  (shard, _args: Record<string, never>): number => {
+    const abandoned = writerStatements(shard)
       .get(
         `UPDATE bulk_jobs SET status = 'failed', updated_at = ?, finished_at = ?,
            detail = ${INTERRUPTED} || CASE
@@ -323,14 +325,22 @@ const abandonCommand = shardCommand(
            END
          WHERE status IN ('pending', 'processing')`,
       )
-      .run(shard.now, shard.now).changes,
+      .run(shard.now, shard.now).changes;
+    restoreWriterCache(shard, false);
+    return abandoned;
+  },
   'scans',
 );
 
 /** The abandon command's message for an actor's start (run on the actor, recorded like any command). */
 export const ABANDON_INTERRUPTED = abandonCommand.name;
 
-/** Whether the shard holds jobs left processing (checked before sending the abandon, so that an idle start records nothing). */
-export function hasInterruptedJobs(shard: ShardWriter): boolean {
-  return shard.writer.prepare("SELECT EXISTS (SELECT 1 FROM bulk_jobs WHERE status IN ('pending', 'processing'))").pluck().get() === 1;
+/** Whether any job of the shard is pending or processing. */
+function hasRunningJobs(shard: ShardWriter): boolean {
+  return (
+    writerStatements(shard).get("SELECT EXISTS (SELECT 1 FROM bulk_jobs WHERE status IN ('pending', 'processing'))").pluck().get() === 1
+  );
 }
+
+/** Whether the shard holds jobs left processing (checked before sending the abandon, so that an idle start records nothing). */
+export const hasInterruptedJobs = hasRunningJobs;

@@ -21,4 +21,10 @@ export const BULK_LIMITS = {
   idleMs: 30_000,
   /** Bytes of body held before the socket is paused while batches apply. */
   highWaterBytes: 1024 * 1024,
+  /**
+   * The shard writer's page cache while a job of the shard runs (trackd's connections: 64 MiB), so
+   * that the q text index's segment merges find their pages in it (bulk/writerCache.ts). Memory
+   * taken only as pages are used, given back when the shard's last job ends.
+   */
+  writerCacheMb: 512,
 } as const;

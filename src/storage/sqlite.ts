@@ -12,6 +12,9 @@ export interface Migration {
   down?(knex: Knex): Promise<void>;
 }
 
+/** The page cache of every connection, in KiB (64 MiB); a bulk job raises its shard writer's (bulk/writerCache.ts). */
+export const DEFAULT_CACHE_KIB = 65_536;
+
 /** The memory map of every connection unless told otherwise (`mmapBytes`). */
 export const DEFAULT_MMAP_BYTES = 268_435_456;
 
@@ -29,7 +32,7 @@ export function openDatabase(file: string, options: { readonly?: boolean; mmapBy
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
   }
-  db.pragma('cache_size = -65536');
+  db.pragma(`cache_size = -${DEFAULT_CACHE_KIB}`);
   db.pragma('temp_store = MEMORY');
   db.pragma(`mmap_size = ${Math.trunc(options.mmapBytes ?? DEFAULT_MMAP_BYTES)}`);
   return db;
