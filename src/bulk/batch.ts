@@ -76,7 +76,7 @@ export function batchCommand(name: string, apply: RowApplier): ShardCommand<Batc
   return shardCommand(
     name,
     (shard, args: BatchArgs): BatchOutcome =>
-      shard.writer.transaction(() => {
+      shard.transaction(() => {
         const job = processingJob(shard, args.orgId, args.jobId);
         const count = args.rows.length + args.failedRows;
         if (args.processedBefore !== undefined && job.processed === args.processedBefore + count && count > 0)
@@ -137,7 +137,7 @@ export function batchCommand(name: string, apply: RowApplier): ShardCommand<Batc
         if (!args.dryRun && !args.atomic) applyRows();
         else {
           try {
-            shard.writer.transaction(applyRows)();
+            shard.transaction(applyRows);
           } catch (err) {
             if (!(err instanceof Undo)) throw err;
             if (!args.dryRun) Object.assign(outcome, { created: 0, updated: 0, unchanged: 0, tagsCreated: 0 });
@@ -146,7 +146,7 @@ export function batchCommand(name: string, apply: RowApplier): ShardCommand<Batc
         outcome.errors.sort((a, b) => a.row - b.row);
         recordOutcome(shard, args.jobId, outcome);
         return { ...outcome, errors: [] };
-      })(),
+      }),
     'any',
     // Its transaction is the outermost one outside a journal's round (never a savepoint in a round of
     // single writes): the rows above then run without a savepoint around them.

@@ -165,7 +165,7 @@ export interface BeginArgs extends JobOptions {
 const beginCommand = shardCommand(
   'bulk.begin',
   (shard, args: BeginArgs): { jobId: string; existing: boolean } =>
-    shard.writer.transaction(() => {
+    shard.transaction(() => {
       const statements = writerStatements(shard);
       purgeExpired(shard, args.orgId);
       if (args.idempotencyKey !== null) {
@@ -198,7 +198,7 @@ const beginCommand = shardCommand(
           shard.now,
         );
       return { jobId: args.jobId, existing: false };
-    })(),
+    }),
   'scans',
 );
 

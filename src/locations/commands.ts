@@ -78,7 +78,7 @@ export function insertLocationRow(
 const createCommand = shardCommand(
   'locations.create',
   (shard, { orgId, body }: BodyArgs): LocationView =>
-    shard.writer.transaction(() => {
+    shard.transaction(() => {
       const stmts = writeStatements(shard);
       const now = shard.now;
       const errors: FieldError[] = [];
@@ -95,7 +95,7 @@ const createCommand = shardCommand(
       const view = written(stmts, orgId, id);
       eventLogOf(shard).append(orgId, 'location.created', { location: view });
       return view;
-    })(),
+    }),
   'any',
 );
 
@@ -140,7 +140,7 @@ export const patchDataErrors: NonNullable<NonNullable<Route['body']>['resolve']>
 const patchCommand = shardCommand(
   'locations.patch',
   (shard, { orgId, id, body }: BodyArgs & { id: number }): LocationView =>
-    shard.writer.transaction(() => {
+    shard.transaction(() => {
       const stmts = writeStatements(shard);
       const row = liveRow(stmts, orgId, id);
       const errors: FieldError[] = [];
@@ -168,7 +168,7 @@ const patchCommand = shardCommand(
       const view = written(stmts, orgId, id);
       eventLogOf(shard).append(orgId, 'location.updated', { location: view });
       return view;
-    })(),
+    }),
   'any',
 );
 
@@ -180,7 +180,7 @@ export function patchLocation(shard: Shard, orgId: number, id: number, body: Rec
 const deleteCommand = shardCommand(
   'locations.delete',
   (shard, { orgId, id }: { orgId: number; id: number }): void =>
-    shard.writer.transaction(() => {
+    shard.transaction(() => {
       const stmts = writeStatements(shard);
       liveRow(stmts, orgId, id);
       // Any live descendant implies a live child: a location with live children cannot be deleted,
@@ -193,7 +193,7 @@ const deleteCommand = shardCommand(
       }
       const key = softDeleteRow(shard, 'locations', orgId, id, shard.now);
       eventLogOf(shard).append(orgId, 'location.deleted', { location: { id, external_key: key } });
-    })(),
+    }),
   'any',
 );
 

@@ -137,12 +137,12 @@ interface OwnerArgs {
 const attachCommand = shardCommand(
   'tags.attach',
   (shard, { orgId, owner, ownerId, tag }: OwnerArgs & { tag: TagRequestBody }): TagView =>
-    shard.writer.transaction(() => {
+    shard.transaction(() => {
       if (!ownerIsLive(shard, owner, orgId, ownerId)) throw notFoundError(`${owner.noun} ${ownerId} not found`);
       const view = insertTags(shard, orgId, owner, ownerId, [tag], shard.now)[0]!; // one tag in, one view out
       eventLogOf(shard).append(orgId, 'tag.attached', { tag: view, owner_type: owner.noun, owner_id: ownerId });
       return view;
-    })(),
+    }),
   ({ owner, ownerId }) => ownerRow(owner, ownerId),
 );
 

@@ -11,7 +11,7 @@ import {
   type JsMsg,
 } from '@nats-io/jetstream';
 import { ADMIN_OPTIONS, connectNats, ensureStream, isApiError, retryOnTimeout } from '../scans/streams.js';
-import { JOURNAL_STREAM, journalSubject, type StreamInputs, type StreamMessage } from './journalEntry.js';
+import { JOURNAL_STREAM, JournalInputsGone, journalSubject, type StreamInputs, type StreamMessage } from './journalEntry.js';
 
 export interface JournalSettings {
   natsUrl: string;
@@ -129,16 +129,18 @@ export class ShardJournal implements StreamInputs {
     const first = seqs[0];
     const last = seqs.at(-1);
     if (first === undefined || last === undefined) return out;
+    const gone = (seq: number) => new JournalInputsGone(`${stream} message ${seq} is gone (the journal refers to it)`);
+    if (first < (await this.jsm.streams.info(stream)).state.first_seq) throw gone(first);
     let i = 0;
     for await (const msg of this.read(stream, first, last)) {
-      if (msg.seq > seqs[i]!) throw new Error(`${stream} message ${seqs[i]} is gone (the journal refers to it)`);
+      if (msg.seq > seqs[i]!) throw gone(seqs[i]!);
       if (msg.seq === seqs[i]) {
         // Stored with its partition token (partitioned input subjects): routed as published.
         out.push({ seq: msg.seq, subject: splitPartition(msg.subject).subject, data: msg.data, at: storedAt(msg) });
         if (++i === seqs.length) break;
       }
     }
-    if (i < seqs.length) throw new Error(`${stream} message ${seqs[i]} is gone (the journal refers to it)`);
+    if (i < seqs.length) throw gone(seqs[i]!);
     return out;
   }
 

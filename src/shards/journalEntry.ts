@@ -104,6 +104,18 @@ export class JournalGap extends Error {
 }
 
 /**
+ * A journal entry after the shard's position refers to input messages the stream no longer holds:
+ * they were purged because a later snapshot covers that entry (a purge keeps only what entries
+ * after each shard's latest snapshot refer to). Like a JournalGap, the way on is that snapshot.
+ */
+export class JournalInputsGone extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'JournalInputsGone';
+  }
+}
+
+/**
  * The records of an entry, in order, with every reference read back from its input stream. Throws
  * unless the entry was appended right after `position` (the entry the shard holds last).
  */

@@ -92,12 +92,10 @@ export class PortMailbox implements Mailbox {
     /** Called once when the actor's side closes the port (the actor stopped: its shard left this node). */
     onClosed?: () => void,
   ) {
-    port.on('message', (answer: CommandAnswer) => {
-      const w = this.waiting.get(answer.id);
-      if (w === undefined) return;
-      this.waiting.delete(answer.id);
-      if (answer.error !== undefined) w.reject(decodeError(answer.error));
-      else w.resolve(answer.value);
+    // The actor sends the answers of one turn together (shards/worker.ts): one, or an array.
+    port.on('message', (answers: CommandAnswer | CommandAnswer[]) => {
+      if (Array.isArray(answers)) for (const answer of answers) this.settle(answer);
+      else this.settle(answers);
     });
     port.on('close', () => {
       if (this.closed !== undefined) return;
@@ -105,6 +103,14 @@ export class PortMailbox implements Mailbox {
       onClosed?.();
     });
     port.unref();
+  }
+
+  private settle(answer: CommandAnswer): void {
+    const w = this.waiting.get(answer.id);
+    if (w === undefined) return;
+    this.waiting.delete(answer.id);
+    if (answer.error !== undefined) w.reject(decodeError(answer.error));
+    else w.resolve(answer.value);
   }
 
   send<A, R>(command: ShardCommand<A, R>, args: A, options: SendOptions = {}): Promise<R> {

@@ -38,7 +38,13 @@ export interface InputPurge {
  * purge in between would remove them. So the purge also stays at or below what each shard's
  * holder reports settled with its lease, and waits while a shard has no such report.
  */
-export async function purgeInputs(js: JetStreamClient, jsm: JetStreamManager, shardConsumers?: number): Promise<InputPurge[]> {
+export async function purgeInputs(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  shardConsumers?: number,
+  /** Per shard, the journal position of its latest snapshot (of this journal): the entries through it are not needed. */
+  snapshotPositions: ReadonlyMap<number, number> = new Map(),
+): Promise<InputPurge[]> {
   const floors = new Map<string, number>();
   for (const { stream, durable } of scanSources) {
     const expected = shardConsumers === undefined ? [] : Array.from({ length: shardConsumers }, (_, i) => `${durable}-s${i}`);
@@ -54,7 +60,7 @@ export async function purgeInputs(js: JetStreamClient, jsm: JetStreamManager, sh
     }
   }
   if (floors.size === 0) return [];
-  const needed = await oldestReferences(js, jsm, new Set(floors.keys()));
+  const needed = await oldestReferences(js, jsm, new Set(floors.keys()), snapshotPositions);
   const out: InputPurge[] = [];
   for (const [stream, floor] of floors) {
     const below = Math.min(floor + 1, needed.get(stream) ?? Number.POSITIVE_INFINITY);
@@ -110,19 +116,28 @@ async function settledByHolders(jsm: JetStreamManager, shards: number): Promise<
 }
 
 /**
- * Per input stream, the smallest sequence any kept journal entry refers to. A shard refers to a
- * stream's messages in ascending order (it never applies one at or below its applied sequence), so
- * each shard's walk stops at its first entry referring to every stream; a shard that applied no
- * scans since its snapshot walks its kept entries to the end.
+ * Per input stream, the smallest sequence any journal entry after its shard's latest snapshot
+ * refers to. The entry at a snapshot's position stays in the journal (the next append names it),
+ * but the snapshot holds its effects: a recovery replays only what follows, so its references do
+ * not count (they used to, and a shard gone quiet after a READERS batch held READERS whole for good).
+ * A shard refers to a stream's messages in ascending order (it never applies one at or below its
+ * applied sequence), so each shard's walk stops at its first entry referring to every stream; a
+ * shard that applied no scans since its snapshot walks its kept entries to the end.
  */
-async function oldestReferences(js: JetStreamClient, jsm: JetStreamManager, streams: Set<string>): Promise<Map<string, number>> {
+async function oldestReferences(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  streams: Set<string>,
+  snapshotPositions: ReadonlyMap<number, number>,
+): Promise<Map<string, number>> {
   const oldest = new Map<string, number>();
   const info = await jsm.streams.info(JOURNAL_STREAM, { subjects_filter: 'journal.*' });
   for (const subject of Object.keys(info.state.subjects ?? {})) {
     const last = (await jsm.streams.getMessage(JOURNAL_STREAM, { last_by_subj: subject }))?.seq ?? 0;
-    if (last === 0) continue;
+    const from = Math.max(info.state.first_seq, (snapshotPositions.get(shardOfSubject(subject)) ?? 0) + 1);
+    if (last < from) continue;
     const seen = new Set<string>();
-    for await (const msg of readStream(js, jsm, JOURNAL_STREAM, info.state.first_seq, last, subject)) {
+    for await (const msg of readStream(js, jsm, JOURNAL_STREAM, from, last, subject)) {
       const entry = JSON.parse(decoder.decode(msg.data)) as JournalEntry;
       for (const record of entry.records) {
         const ref = record.ref as { stream?: string; first?: number } | undefined;
@@ -135,3 +150,5 @@ async function oldestReferences(js: JetStreamClient, jsm: JetStreamManager, stre
   }
   return oldest;
 }
+
+const shardOfSubject = (subject: string) => Number(subject.slice(subject.lastIndexOf('.') + 1));

@@ -8,13 +8,17 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { ADMIN_OPTIONS, connectNats, retryOnTimeout, streamWithLeader } from '../scans/streams.js';
 import { IdleWatch } from './idleWatch.js';
-import type { JournalSettings } from './journal.js';
+import { type JournalSettings, sameJournalStream } from './journal.js';
 import { JOURNAL_STREAM, journalSubject } from './journalEntry.js';
 import { purgeInputs, purgeJournalBelow, type InputPurge } from './retention.js';
 
 /** The object store bucket of shard snapshots: object `shard-<n>` is shard n's latest. */
 export const SNAPSHOT_BUCKET = 'trackd_snapshots';
 export const snapshotName = (index: number) => `shard-${index}`;
+function shardOfSnapshot(name: string): number | undefined {
+  const digits = /^shard-(\d+)$/.exec(name)?.[1];
+  return digits === undefined ? undefined : Number(digits);
+}
 /** A snapshot download that receives nothing for this long is given up and tried again. */
 const DOWNLOAD_IDLE_MS = 15_000;
 
@@ -133,7 +137,8 @@ export async function snapshotAndPurge(
   try {
     const jsm = await jetstreamManager(nc);
     const journalPurged = await purgeJournalBelow(jsm, journalSubject(index), snapshot.journalPosition);
-    return { snapshot, journalPurged, inputs: await purgeInputs(jetstream(nc), jsm, settings.shardConsumers) };
+    const positions = await snapshotPositions(settings, (await jsm.streams.info(JOURNAL_STREAM)).created);
+    return { snapshot, journalPurged, inputs: await purgeInputs(jetstream(nc), jsm, settings.shardConsumers, positions) };
   } finally {
     await nc.close();
   }
@@ -160,6 +165,26 @@ export async function latestSnapshot(settings: JournalSettings, index: number): 
     withBucket(settings, async (bucket) => {
       const info = await bucket.info(snapshotName(index));
       return info === null || info.deleted ? undefined : infoOf(info.metadata, info.size);
+    }),
+  );
+}
+
+/**
+ * Per shard, the journal position of its latest snapshot, for the snapshots taken of the journal
+ * created at `journalCreated` (a snapshot of an earlier journal stream says nothing of this one's
+ * sequences).
+ */
+export async function snapshotPositions(settings: JournalSettings, journalCreated: string): Promise<Map<number, number>> {
+  return retryOnTimeout(() =>
+    withBucket(settings, async (bucket) => {
+      const positions = new Map<number, number>();
+      for (const info of await bucket.list()) {
+        const shard = shardOfSnapshot(info.name);
+        const snapshot = infoOf(info.metadata, info.size);
+        if (shard !== undefined && !info.deleted && sameJournalStream(snapshot.journalCreated, journalCreated))
+          positions.set(shard, snapshot.journalPosition);
+      }
+      return positions;
     }),
   );
 }

@@ -93,6 +93,8 @@ t.test('shards owned by lease: split, taken over from a paused node and from a k
   t.teardown(() => a.process.kill('SIGCONT'));
   if (process.env.CLUSTER_TEST_LOGS)
     t.teardown(() => {
+      // A teardown that throws leaves the nodes running until the file's timeout.
+      fs.mkdirSync(process.env.CLUSTER_TEST_LOGS!, { recursive: true });
       for (const [name, node] of byName)
         fs.writeFileSync(
           path.join(process.env.CLUSTER_TEST_LOGS!, `${name}.log`),

@@ -76,6 +76,8 @@ t.test(
     });
     if (process.env.CLUSTER_TEST_LOGS)
       t.teardown(() => {
+        // A teardown that throws leaves the nodes running until the file's timeout.
+        fs.mkdirSync(process.env.CLUSTER_TEST_LOGS!, { recursive: true });
         for (const [i, node] of nodes.entries())
           fs.writeFileSync(
             path.join(process.env.CLUSTER_TEST_LOGS!, `3n-${names[i]}.log`),

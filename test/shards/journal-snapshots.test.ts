@@ -120,22 +120,10 @@ t.test('snapshots on a schedule purge the journal and the inputs below them, and
       const first = await firstSeq(nc, 'READERS');
       return first > 1 || oldestReaders === 1 ? first : undefined;
     }, 15_000).catch(() => undefined);
-  let readersFirst: number | undefined = await readersPurged();
-  if (readersFirst === undefined && oldestReaders === Number.POSITIVE_INFINITY) {
-    // Not yet (twice in loaded suite runs, never alone), and no kept entry refers to READERS, so a
-    // later round cannot move what the check below compares: one more round of snapshots.
-    t.comment('READERS not purged after the first round of snapshots: one more round');
-    await drained(nc, 'READERS', 'trackd-readers');
-    for (let i = 0; i < EVERY; i++) await oneScan(nc, b!.id, 'S1-DOCK');
-    await settled(nc, nats.url, 1);
-    readersFirst = await readersPurged();
-  }
-  readersFirst ??= await firstSeq(nc, 'READERS');
-  // Known defect, open (2026-11-26 16:45): in some runs, alone too, READERS is not purged at all even
-  // after another round of snapshots with READERS drained; not yet explained (stop note, issue 12).
-  t.ok(readersFirst > 1 || oldestReaders === 1, `READERS purged too, below ${readersFirst} (oldest kept reference ${oldestReaders})`, {
-    todo: 'READERS is sometimes never purged in single-node mode: open',
-  });
+  const readersFirst = (await readersPurged()) ?? (await firstSeq(nc, 'READERS'));
+  // Failed in some runs before retention.ts skipped the references of each shard's snapshot entry:
+  // shard 0's snapshot fell on its READERS batch, which then held READERS whole for good.
+  t.ok(readersFirst > 1 || oldestReaders === 1, `READERS purged too, below ${readersFirst} (oldest kept reference ${oldestReaders})`);
   t.ok(oldestReaders >= readersFirst, 'the oldest READERS message the kept journal refers to is kept');
   const scanRefs = zero.tail.flatMap((e) => e.entry.records.map((r) => r.ref as { stream?: string; first?: number } | undefined));
   const oldest = Math.min(...scanRefs.filter((r) => r?.stream === 'SCANS').map((r) => r!.first!));

@@ -327,3 +327,29 @@ t.test('event heads of a round: written once at its commit, sequences per org ga
   const registered = await submitAll([create('H-6'), { id: ++serial, name: 'webhooks.create', args: webhook, now: Date.now() }]);
   t.match(registered[1]!.answer, { value: { last_delivered_seq: 9 } }, "the webhook's cursor is the round's event before it");
 });
+
+t.test('a write that fails after writing rows is undone whole, in a round and alone', async (t) => {
+  const { org, writer, reader, create, submitAll } = await shard(t);
+  let serial = 1_000;
+  const tagged = (key: string, tags: string[]): CommandMessage => ({
+    id: ++serial,
+    name: 'assets.create',
+    args: { orgId: org.id, body: { name: `Asset ${key}`, external_key: key, tags: tags.map((value) => ({ tag_type: 'rfid', value })) } },
+    now: Date.now(),
+  });
+  await submitAll([tagged('U-1', ['taken'])]);
+  const tags = () => reader.prepare('SELECT value FROM tags ORDER BY id').pluck().all();
+  // Its first tag is inserted before its second one is refused (taken): the insert must be undone with it.
+  const round = await submitAll([create('U-2'), tagged('U-3', ['fresh-1', 'taken']), create('U-4')]);
+  t.same(
+    round.map((a) => a.answer.error === undefined),
+    [true, false, true],
+    'in a round: only the write with the taken tag failed',
+  );
+  t.same(tags(), ['taken'], 'in a round: the tag it inserted before the refusal is gone');
+  const alone = writer.execute(tagged('U-5', ['fresh-2', 'taken']));
+  t.match(alone.error, { domain: { kind: 'conflict' } }, 'alone: refused');
+  t.same(tags(), ['taken'], 'alone: the tag it inserted before the refusal is gone');
+  t.same(reader.prepare('SELECT seq FROM events ORDER BY pos').pluck().all(), [1, 2, 3], 'no event of either, no hole');
+  t.equal(writer.writer.inTransaction, false, 'no transaction left open');
+});
