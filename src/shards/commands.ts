@@ -30,6 +30,17 @@ export interface ShardCommand<A, R> {
   readonly ownsTransaction: boolean;
   run(writer: ShardWriter, args: A): R;
   effects(args: A, result: R): WriteEffects;
+  /**
+   * Its arguments' form between threads (PortMailbox to the shard worker), when the structured
+   * clone of the plain form costs the actor's thread much: packed by the sender, unpacked on
+   * arrival, so the actor, its records and its journal see only the plain form.
+   */
+  readonly wire?: WireForm<A>;
+}
+
+export interface WireForm<A> {
+  pack(args: A): unknown;
+  unpack(wire: unknown): A;
 }
 
 const registry = new Map<string, ShardCommand<unknown, unknown>>();
@@ -39,7 +50,7 @@ export function shardCommand<A, R>(
   name: string,
   run: (writer: ShardWriter, args: A) => R,
   effects: WriteEffects | ((args: A, result: R) => WriteEffects),
-  options: { readOnly?: boolean; journal?: JournalCodec<A>; ownsTransaction?: boolean } = {},
+  options: { readOnly?: boolean; journal?: JournalCodec<A>; ownsTransaction?: boolean; wire?: WireForm<A> } = {},
 ): ShardCommand<A, R> {
   if (registry.has(name)) throw new Error(`shard command ${name} defined twice`);
   const command: ShardCommand<A, R> = {
@@ -47,6 +58,7 @@ export function shardCommand<A, R>(
     recorded: options.readOnly !== true,
     journal: options.journal,
     ownsTransaction: options.ownsTransaction === true,
+    wire: options.wire,
     run,
     effects: typeof effects === 'function' ? effects : () => effects,
   };
@@ -56,4 +68,11 @@ export function shardCommand<A, R>(
 
 export function commandNamed(name: string): ShardCommand<unknown, unknown> | undefined {
   return registry.get(name);
+}
+
+/** A command message as it arrived over a port, its arguments in their plain form (see `wire`). */
+export function arrived<M extends { name: string; args: unknown }>(message: M): M {
+  const wire = registry.get(message.name)?.wire;
+  if (wire !== undefined) message.args = wire.unpack(message.args);
+  return message;
 }

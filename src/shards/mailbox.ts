@@ -49,7 +49,13 @@ export function decodeError(encoded: EncodedError): Error {
   return err;
 }
 
-function commandMessage<A>(id: number, command: ShardCommand<A, unknown>, args: A, clock: Clock, options: SendOptions): CommandMessage {
+function commandMessage<A>(
+  id: number,
+  command: ShardCommand<A, unknown>,
+  args: unknown,
+  clock: Clock,
+  options: SendOptions,
+): CommandMessage {
   const sent = clock.now();
   const deadline = options.deadlineMs === undefined ? undefined : sent + options.deadlineMs;
   return { id, name: command.name, args, now: options.now ?? sent, deadline };
@@ -109,7 +115,13 @@ export class PortMailbox implements Mailbox {
 
   send<A, R>(command: ShardCommand<A, R>, args: A, options: SendOptions = {}): Promise<R> {
     if (this.closed !== undefined) return Promise.reject(unavailable(this.closed.detail, this.closed.retryAfterSeconds));
-    const message = commandMessage(this.nextId++, command, args, this.clock, options);
+    const message = commandMessage(
+      this.nextId++,
+      command,
+      command.wire === undefined ? args : command.wire.pack(args),
+      this.clock,
+      options,
+    );
     return new Promise<R>((resolve, reject) => {
       this.waiting.set(message.id, { resolve: resolve as (value: unknown) => void, reject });
       this.port.postMessage(message);

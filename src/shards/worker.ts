@@ -14,6 +14,7 @@ import type { IdSource } from './writer.js';
 import { scanPlacement } from '../scans/placement.js';
 import { reportIndexOf } from '../scans/reportIndex.js';
 import { rereadLogOf } from '../scans/rereadLog.js';
+import { arrived } from './commands.js';
 import './commandIndex.js';
 import { ShardGenerations } from './generations.js';
 import { ShardJournal, type JournalSettings } from './journal.js';
@@ -192,7 +193,7 @@ try {
       const port = message.port;
       ports.add(port);
       const answer = answerOn(port);
-      port.on('message', (command: CommandMessage) => run(command, answer));
+      port.on('message', (command: CommandMessage) => run(arrived(command), answer));
       port.on('close', () => ports.delete(port));
     } else if (message.type === 'relay') {
       if (!closing) relay ??= startRelay(message.settings);
