@@ -130,7 +130,6 @@ export class ShardJournal implements StreamInputs {
     const last = seqs.at(-1);
     if (first === undefined || last === undefined) return out;
     const gone = (seq: number) => new JournalInputsGone(`${stream} message ${seq} is gone (the journal refers to it)`);
-    if (first < (await this.jsm.streams.info(stream)).state.first_seq) throw gone(first);
     let i = 0;
     for await (const msg of this.read(stream, first, last)) {
       if (msg.seq > seqs[i]!) throw gone(seqs[i]!);
@@ -160,7 +159,8 @@ export class ShardJournal implements StreamInputs {
 
 /**
  * The messages of `stream` from `first` through `last` (of `subject` only, when given), read with
- * an ordered consumer. Throws when the stream no longer holds `first` or not yet `last`.
+ * an ordered consumer. Throws when the stream no longer holds `first` (JournalInputsGone) or not
+ * yet `last`.
  */
 export async function* readStream(
   js: JetStreamClient,
@@ -174,8 +174,9 @@ export async function* readStream(
   // One subject's messages are a subset: those below the stream's first may be gone for good (a
   // purge), which the reader of the subject judges (a journal entry names the one before it).
   const from = subject === undefined ? first : Math.max(first, state.first_seq);
-  if (from < state.first_seq || last > state.last_seq)
-    throw new Error(`${stream} holds ${state.first_seq}..${state.last_seq}; ${first}..${last} is wanted`);
+  // Only a read of the whole stream can start below its first: the inputs a journal entry refers to.
+  if (from < state.first_seq) throw new JournalInputsGone(`${stream} message ${from} is gone (the journal refers to it)`);
+  if (last > state.last_seq) throw new Error(`${stream} holds ${state.first_seq}..${state.last_seq}; ${first}..${last} is wanted`);
   const messages = await retryOnTimeout(async () => {
     const consumer = await js.consumers.get(stream, {
       deliver_policy: DeliverPolicy.StartSequence,

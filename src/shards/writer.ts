@@ -69,6 +69,8 @@ export class ShardWriter {
     readonly generations: ShardGenerations,
     readonly ports: WriterPorts,
     private readonly stopCheckpoints: () => void,
+    /** Its connection's page cache (SHARD_CACHE_MB), which a bulk job may raise for a while and gives back. */
+    readonly cacheMb: number,
   ) {
     this.statements = new StatementCache(writer);
   }
@@ -88,7 +90,7 @@ export class ShardWriter {
     // Planner statistics for tables never (or long ago) analyzed. Without them SQLite walks the
     // location tree through the (org_id, external_key) index, a full scan per step (bench: 6 req/s).
     writer.pragma('optimize=0x10002');
-    return new ShardWriter(index, writer, idSource, generations, ports, checkpointInBackground(file, writer));
+    return new ShardWriter(index, writer, idSource, generations, ports, checkpointInBackground(file, writer), cacheMb);
   }
 
   /**
@@ -203,7 +205,7 @@ export class ShardWriter {
    * record sink and id blocks carry over.
    */
   renewed(): ShardWriter {
-    const fresh = new ShardWriter(this.index, this.writer, this.idSource, this.generations, this.ports, this.stopCheckpoints);
+    const fresh = new ShardWriter(this.index, this.writer, this.idSource, this.generations, this.ports, this.stopCheckpoints, this.cacheMb);
     fresh.sink = this.sink;
     for (const [entity, block] of this.ids) fresh.ids.set(entity, block);
     return fresh;
