@@ -31,10 +31,15 @@ const seconds = (ms: number | undefined) => `${((ms ?? 0) / 1000).toFixed(1)} s`
 
 const RUNNER_COUNTS = /^(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) \d/;
 
-function describeFailure(data: TestEventData): string {
+const SUBTESTS_FAILED = /^'?\d+ subtests? failed'?$/;
+
+function failureText(data: TestEventData): string {
   const error = data.details?.error as { cause?: unknown } | undefined;
-  const shown = stripVTControlCharacters(inspect(error?.cause ?? error, { depth: 3, colors: false }));
-  return `  ✖ ${data.name}\n${shown.replace(/^/gm, '      ')}`;
+  return stripVTControlCharacters(inspect(error?.cause ?? error, { depth: 3, colors: false }));
+}
+
+function describeFailure(data: TestEventData): string {
+  return `  ✖ ${data.name}\n${failureText(data).replace(/^/gm, '      ')}`;
 }
 
 export default async function* reporter(source: AsyncIterable<TestEvent>): AsyncGenerator<string> {
@@ -99,7 +104,15 @@ export default async function* reporter(source: AsyncIterable<TestEvent>): Async
       yield `${ok ? '✔' : '✖'} ${file} › ${data.name}  (${counts})\n${notes}${ok ? '' : `${group.failures.join('\n')}\n`}`;
       continue;
     }
-    if (data.details?.type === 'suite') continue;
+    // A test with subtests: its own failure is counted only when it is not just theirs (a throw or a timeout of its own).
+    if (data.details?.type === 'suite') {
+      if (type === 'test:fail' && !SUBTESTS_FAILED.test(failureText(data))) {
+        group.failed++;
+        failed++;
+        group.failures.push(describeFailure(data));
+      }
+      continue;
+    }
     if (type === 'test:pass') {
       group.passed++;
       passed++;
@@ -108,6 +121,13 @@ export default async function* reporter(source: AsyncIterable<TestEvent>): Async
       failed++;
       group.failures.push(describeFailure(data));
     }
+  }
+  // Failures that arrived after their file's last top-level test ended would otherwise be counted and never shown.
+  for (const [file, group] of pending) {
+    if (group.failures.length === 0) continue;
+    const shown = `${file} › (after its last top-level test)\n${group.failures.join('\n')}`;
+    failedGroups.push(shown);
+    yield `✖ ${shown}\n`;
   }
   yield `\n${files.size} files, ${passed + failed} assertions: ${passed} passed, ${failed} failed, in ${seconds(Date.now() - started)}\n`;
   const slowest = [...fileSeconds].sort((a, b) => b[1] - a[1]).slice(0, 12);
