@@ -53,6 +53,7 @@ export const ConfigSchema = Type.Object({
   CLUSTER_STATIC_SHARDS: Type.Optional(Type.String({ pattern: '^\\d{1,3}(,\\d{1,3})*$' })),
   LEASE_SECONDS: IntString(1, 3600),
   CLUSTER_STANDBYS: Type.Union([Type.Literal('on'), Type.Literal('off')]),
+  CLUSTER_REBALANCE_SECONDS: IntString(0, 86_400),
   SCAN_SUBJECT_PARTITIONS: Type.Union([Type.Literal('on'), Type.Literal('off')]),
   SCAN_STALL_SECONDS: IntString(1, 3600),
 });
@@ -88,6 +89,7 @@ const DEFAULTS: Record<string, string> = {
   WEBHOOK_TIMEOUT_MS: '10000',
   LEASE_SECONDS: '15',
   CLUSTER_STANDBYS: 'on',
+  CLUSTER_REBALANCE_SECONDS: '0',
   SCAN_SUBJECT_PARTITIONS: 'off',
   SCAN_STALL_SECONDS: '20',
 };
@@ -117,6 +119,7 @@ const INTEGER_VARS = new Set([
   'WEBHOOK_RETRY_MAX_MS',
   'WEBHOOK_TIMEOUT_MS',
   'LEASE_SECONDS',
+  'CLUSTER_REBALANCE_SECONDS',
   'SCAN_STALL_SECONDS',
 ]);
 

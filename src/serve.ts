@@ -192,6 +192,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
           replicas: config.JOURNAL_REPLICAS,
           natsUrl: natsUrl!,
           standbys: config.CLUSTER_STANDBYS === 'on' ? { dataDir: config.DATA_DIR, pollMs: STANDBY_POLL_MS } : undefined,
+          rebalanceMs: config.CLUSTER_REBALANCE_SECONDS * 1000,
         },
         services,
         actors,

@@ -9,6 +9,7 @@ import type { ShardActors } from '../shards/actors.js';
 import type { JournalEvent } from '../shards/journaled.js';
 import { ownerCommand } from '../shards/ownership.js';
 import { ShardOwnership, type OwnershipEvent } from './ownership.js';
+import { rendezvous } from './placement.js';
 import type { OwnershipTable } from './ownershipTable.js';
 import { ShardStandbys } from './standby.js';
 
@@ -20,6 +21,12 @@ export interface ClusterNodeSettings {
   natsUrl: string;
   /** Standbys (CLUSTER_STANDBYS): this node follows the journal of each shard it is the standby of, into its own file. */
   standbys?: { dataDir: string; pollMs: number };
+  /**
+   * Rebalancing (CLUSTER_REBALANCE_SECONDS; 0 or absent: off, leases stay where they are): a live
+   * node that has been live this long and wins a shard served here, by rendezvous among the live
+   * nodes, is handed it; one shard per period from this node.
+   */
+  rebalanceMs?: number;
 }
 
 /**
@@ -47,6 +54,10 @@ export class ClusterNode {
   private readonly standbys: ShardStandbys | undefined;
   private standbyTimer: NodeJS.Timeout | undefined;
   private standbyUpdate: Promise<void> = Promise.resolve();
+  private rebalanceTimer: NodeJS.Timeout | undefined;
+  /** Since when each live node has been live without a break, as this node saw it (rebalancing). */
+  private readonly liveSince = new Map<string, number>();
+  private lastHandOver = 0;
 
   private constructor(
     private readonly settings: ClusterNodeSettings,
@@ -85,6 +96,7 @@ export class ClusterNode {
       ownership.onError((detail) => services.logger.warn({ detail }, 'cluster lease bucket operation failed'));
       node.collectMetrics();
       node.followStandbys();
+      node.rebalanceEvery();
       services.logger.info({ node: settings.nodeId, shards: settings.shards, lease_ms: settings.leaseMs }, 'cluster node started');
       return node;
     } catch (err) {
@@ -178,6 +190,42 @@ export class ClusterNode {
     this.updateReadiness();
   }
 
+  /** Every lease period / 3, hands a shard to its rendezvous winner when rebalancing is on (rebalance). */
+  private rebalanceEvery(): void {
+    const period = this.settings.rebalanceMs ?? 0;
+    if (period <= 0) return;
+    const every = Math.max(50, Math.floor(this.settings.leaseMs / 3));
+    const tick = () => {
+      this.rebalance(Date.now(), period);
+      if (!this.stopping) this.rebalanceTimer = setTimeout(tick, every);
+    };
+    this.rebalanceTimer = setTimeout(tick, every);
+  }
+
+  /**
+   * Leases are sticky, so a node that joins (or comes back after a failover) would otherwise serve
+   * nothing until another node fails. Once it has been live for a whole period, each node hands it
+   * the shards it wins among the live nodes, one per period: the shard's consumers and actor stop,
+   * then its lease is released naming this node, so the winner claims it at its next read (it is
+   * also the shard's standby, so it starts from a file that is already caught up). A node seen to
+   * drop out starts its period again, which keeps a flapping node from pulling shards to and fro.
+   */
+  private rebalance(now: number, period: number): void {
+    if (this.stopping) return;
+    const live = this.ownership.liveNodes();
+    for (const node of this.liveSince.keys()) if (!live.includes(node)) this.liveSince.delete(node);
+    for (const node of live) if (!this.liveSince.has(node)) this.liveSince.set(node, now);
+    if (!live.includes(this.settings.nodeId) || now - this.lastHandOver < period) return;
+    for (const shard of this.servingShards()) {
+      const winner = rendezvous(shard, live);
+      if (winner === undefined || winner === this.settings.nodeId || now - this.liveSince.get(winner)! < period) continue;
+      this.lastHandOver = now;
+      this.logger.info({ shard, to: winner }, 'cluster shard handed over: its rendezvous winner among the live nodes has joined');
+      this.queue(shard, () => this.giveUp(shard, `handed over to ${winner}`, true));
+      return;
+    }
+  }
+
   /** Every lease period / 3, the standbys follow what the last lease reads say. */
   private followStandbys(): void {
     if (this.standbys === undefined) return;
@@ -223,6 +271,7 @@ export class ClusterNode {
   async stop(): Promise<void> {
     this.stopping = true;
     clearTimeout(this.standbyTimer);
+    clearTimeout(this.rebalanceTimer);
     await this.standbyUpdate;
     await this.standbys?.stopAll();
     await this.ownership.stop();

@@ -20,22 +20,15 @@ import t from 'tap';
 import { shardFile } from '../../src/shards/writer.js';
 import { rendezvous } from '../../src/cluster/placement.js';
 import { drained, natsClient, publish, scanBody } from '../helpers/scans.js';
-import { quietBeforeClaim, served, standbyShards, watchLeases } from '../helpers/cluster.js';
+import { type ClusterOrg as Org, orgPerShard, quietBeforeClaim, served, standbyShards, watchLeases } from '../helpers/cluster.js';
 import { firstDifference, tables } from '../helpers/shardWorkload.js';
 import { sharedControlPlane } from '../helpers/controlPlane.js';
-import { BIN, eventually, spawnTrackd, startNats, tempDir, type Trackd } from '../helpers/trackd.js';
-import { spawnSync } from 'node:child_process';
+import { eventually, spawnTrackd, startNats, tempDir, type Trackd } from '../helpers/trackd.js';
 
 const SHARDS = 4;
 const LEASE_SECONDS = 5;
 const NODES = ['node-a', 'node-b'];
 const ALL = Array.from({ length: SHARDS }, (_, i) => i);
-
-function cli(env: Record<string, string>, args: string[]): any {
-  const r = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`trackd ${args.join(' ')}: ${r.stderr}`);
-  return JSON.parse(r.stdout);
-}
 
 /** How long after `since` a node acquired the leases, and how long each shard took to start, from its log. */
 function phases(node: Trackd, since: number): string {
@@ -43,15 +36,6 @@ function phases(node: Trackd, since: number): string {
   const leases = logged('cluster shard lease acquired: starting its actor').map((l) => Date.parse(l.time) - since);
   const started = logged('cluster shard acquired: restored, owner entry appended, consuming').map((l) => l.ms as number);
   return `leases acquired ${Math.min(...leases)}-${Math.max(...leases)} ms after; each shard started (restore, journal tail, owner entry) in ${Math.min(...started)}-${Math.max(...started)} ms`;
-}
-
-interface Org {
-  id: number;
-  shard: number;
-  token: string;
-  assetId: number;
-  tag: string;
-  published: number;
 }
 
 t.test('shards owned by lease: split, taken over from a paused node and from a killed one, every scan applied once', async (t) => {
@@ -66,22 +50,8 @@ t.test('shards owned by lease: split, taken over from a paused node and from a k
   };
   const dirA = tempDir();
   t.teardown(() => fs.rmSync(dirA, { recursive: true, force: true }));
-  const orgs: Org[] = [];
-  for (const shard of ALL) {
-    const org = cli({ ...env, DATA_DIR: dirA }, ['orgs', 'create', '--name', `Org ${shard}`]);
-    t.equal(org.shard ?? (org.id - 1) % SHARDS, shard, `org ${org.id} lives on shard ${shard}`);
-    const key = cli({ ...env, DATA_DIR: dirA }, [
-      'keys',
-      'create',
-      '--org',
-      String(org.id),
-      '--name',
-      'cluster',
-      '--scopes',
-      'assets:read,assets:write,locations:read,locations:write,tracking:read',
-    ]);
-    orgs.push({ id: org.id, shard, token: key.token, assetId: 0, tag: `rfid:EPC-${shard}`, published: 0 });
-  }
+  const orgs = orgPerShard({ ...env, DATA_DIR: dirA }, SHARDS, 'EPC');
+  for (const [shard, org] of orgs.entries()) t.equal(org.shard, shard, `org ${org.id} lives on shard ${shard}`);
   const dirB = await sharedControlPlane(t, dirA);
   const [a, b] = (await Promise.all(
     [dirA, dirB].map((dataDir, i) => spawnTrackd(t, { natsUrl: nats.url, dataDir, env: { ...env, CLUSTER_NODE_ID: NODES[i]! } })),

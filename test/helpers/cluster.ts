@@ -1,6 +1,51 @@
+import { spawnSync } from 'node:child_process';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { LEASE_BUCKET } from '../../src/cluster/leaseBucket.js';
-import { startNats, startTrackd, type Teardown, type Trackd } from './trackd.js';
+import { BIN, startNats, startTrackd, type Teardown, type Trackd } from './trackd.js';
+
+/** The `trackd` CLI run against `env` (DATA_DIR among it): its parsed JSON output; throws with its stderr. */
+export function trackdCli(env: Record<string, string>, args: string[]): any {
+  const r = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`trackd ${args.join(' ')}: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+/** An org of a cluster test: one asset with one tag, whose scans alternate between L1 and L2. */
+export interface ClusterOrg {
+  id: number;
+  shard: number;
+  token: string;
+  assetId: number;
+  tag: string;
+  published: number;
+}
+
+/** One org per shard (orgs are numbered onto shards), with a key for master data and tracking, made by the CLI in `env`'s DATA_DIR. */
+export function orgPerShard(env: Record<string, string>, shards: number, tagPrefix: string): ClusterOrg[] {
+  const orgs: ClusterOrg[] = [];
+  for (let shard = 0; shard < shards; shard++) {
+    const org = trackdCli(env, ['orgs', 'create', '--name', `Org ${shard}`]);
+    const key = trackdCli(env, [
+      'keys',
+      'create',
+      '--org',
+      String(org.id),
+      '--name',
+      'cluster',
+      '--scopes',
+      'assets:read,assets:write,locations:read,locations:write,tracking:read',
+    ]);
+    orgs.push({
+      id: org.id,
+      shard: org.shard ?? (org.id - 1) % shards,
+      token: key.token,
+      assetId: 0,
+      tag: `rfid:${tagPrefix}-${shard}`,
+      published: 0,
+    });
+  }
+  return orgs;
+}
 
 /**
  * Two trackd nodes in cluster mode on one nats-server, each with its own DATA_DIR, two shards, one
