@@ -75,7 +75,8 @@ interface Seen {
  * 3. reads every lease and heartbeat, noting since when each revision has not moved (this and the
  *    next step every lease period / 10, at most every second);
  * 4. claims a shard when it is free (never leased, or released) or its lease has not moved for a
- *    whole period while this node's own heartbeats all succeeded since then, and this node wins
+ *    whole period while this node's own operations on the bucket all succeeded since then
+ *    (bucketFailedAt), and this node wins
  *    the shard's rendezvous among the live nodes (heartbeat moved within a period). The claim
  *    updates the key over the revision it saw; the new revision is the fencing epoch. A holder
  *    whose NATS connection every probe found gone for absentMs (probeHolders) counts as stale at
@@ -89,8 +90,14 @@ export class LeaseManager {
   private readonly seenShards = new Map<number, Seen>();
   private readonly seenNodes = new Map<string, Seen>();
   private heartbeat = 0;
-  /** When a heartbeat last failed (0: never): no claim relies on a period that holds a failure. */
-  private heartbeatFailedAt = 0;
+  /**
+   * When an operation of this node on the bucket last failed other than by a moved revision (a
+   * heartbeat, a renewal, a read, a claim; 0: never): no claim relies on a period that holds one.
+   * Heartbeats alone are too few: one every lease period / 3 can fall on both sides of a short
+   * election, while this node's claims and reads in between time out (seen in the 3-node test: a
+   * resumed node took two leases from a live holder whose renewals were failing in that election).
+   */
+  private bucketFailedAt = 0;
   private lastHeartbeatAt = 0;
   private lastBeatTriedAt = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -182,7 +189,12 @@ export class LeaseManager {
       await this.beat(now);
       await this.renew();
     }
-    await this.observe(now);
+    try {
+      await this.observe(now);
+    } catch (err) {
+      this.bucketFailedAt = Date.now();
+      throw err;
+    }
     await this.probeHolders(now);
     await this.claim(now);
     this.onEvent({ kind: 'tick', held: [...this.held.keys()].sort((a, b) => a - b), live: this.liveNodes(now), renewed: renewing });
@@ -195,7 +207,7 @@ export class LeaseManager {
       this.heartbeat = await this.bucket.put(key, { node: this.settings.nodeId, at: new Date(now).toISOString() }, this.heartbeat);
       this.lastHeartbeatAt = now;
     } catch (err) {
-      this.heartbeatFailedAt = now;
+      this.bucketFailedAt = now;
       if (err instanceof RevisionMoved) this.heartbeat = 0;
       this.onEvent({ kind: 'error', detail: `heartbeat: ${(err as Error).message}` });
     }
@@ -219,6 +231,7 @@ export class LeaseManager {
           }
         }
         // Anything else (a timeout, the broker away): keep the lease and try again next tick.
+        else this.bucketFailedAt = Date.now();
       }
     }
   }
@@ -291,10 +304,10 @@ export class LeaseManager {
       const mine = seen?.node === this.settings.nodeId && seen.since >= this.startedAt;
       const free =
         (seen === undefined || seen.node === '') && now - this.startedAt >= (this.settings.settleMs ?? this.settings.leaseMs * 1.5);
-      // Quiet for a whole period in which this node's own heartbeats all succeeded: counted from the
-      // lease's last move or this node's last failed heartbeat, whichever came later (counting only
+      // Quiet for a whole period in which this node's own bucket operations all succeeded: counted from
+      // the lease's last move or this node's last failed operation, whichever came later (counting only
       // from the move would never count a holder that died before one of this node's failures).
-      const quietSince = seen === undefined ? now : Math.max(seen.since, this.heartbeatFailedAt);
+      const quietSince = seen === undefined ? now : Math.max(seen.since, this.bucketFailedAt);
       const stale =
         seen !== undefined &&
         (now - quietSince >= this.settings.leaseMs || (this.gone(seen.node, now) && seen.since <= this.absent.get(seen.node)!.since));
@@ -310,7 +323,10 @@ export class LeaseManager {
         this.seenShards.delete(shard);
         this.onEvent({ kind: 'acquired', shard, epoch, from: seen?.node ?? '' });
       } catch (err) {
-        if (!(err instanceof RevisionMoved)) this.onEvent({ kind: 'error', detail: `claim of shard ${shard}: ${(err as Error).message}` });
+        if (!(err instanceof RevisionMoved)) {
+          this.bucketFailedAt = Date.now();
+          this.onEvent({ kind: 'error', detail: `claim of shard ${shard}: ${(err as Error).message}` });
+        }
       }
     }
   }

@@ -122,16 +122,22 @@ t.test('a holder killed -9 (its connection gone) loses its shards once it has be
   t.ok(last >= 1000, `and not before it had been seen gone for ABSENT_MS (${last} ms)`);
 });
 
+/** node-a holding every shard, and node-b live beside it, reaching the server through a proxy that can lose its writes. */
+async function holderAndProxiedContender(t: Teardown) {
+  const nats = await startNats(t);
+  const proxy = await natsProxy(t, nats.url);
+  const a = startNode(t, nats.url, 'node-a');
+  await eventually(() => a.ticks().at(-1)?.held.length === SHARDS, 30_000);
+  const b = startNode(t, proxy.url, 'node-b');
+  await eventually(() => b.ticks().at(-1)?.live.length === 2, 30_000);
+  return { proxy, a, b };
+}
+
 t.test(
   "a contender whose heartbeat failed after the holder's last renewal still takes over, a whole period after its failure",
   async (t) => {
-    const nats = await startNats(t);
     // node-b reaches the server through a proxy that can lose its heartbeat writes.
-    const proxy = await natsProxy(t, nats.url);
-    const a = startNode(t, nats.url, 'node-a');
-    await eventually(() => a.ticks().at(-1)?.held.length === SHARDS, 30_000);
-    const b = startNode(t, proxy.url, 'node-b');
-    await eventually(() => b.ticks().at(-1)?.live.length === 2, 30_000);
+    const { proxy, a, b } = await holderAndProxiedContender(t);
     a.child.kill('SIGSTOP');
     // After A's last renewal, one of B's heartbeats fails (its write lost on the way), then they succeed again.
     proxy.lose(`$KV.${LEASE_BUCKET}.node.node-b`);
@@ -145,3 +151,28 @@ t.test(
     t.ok(first - failedAt >= LEASE_MS - 500, `not before a whole period of good heartbeats (${first - failedAt} ms after the failure)`);
   },
 );
+
+t.test('a contender whose claims fail (its heartbeats succeeding) does not count that time as quiet', async (t) => {
+  // node-b reaches the server through a proxy that can lose its claims (writes of shard leases).
+  const { proxy, a, b } = await holderAndProxiedContender(t);
+  // A election of the lease bucket seen from a contender whose heartbeats happen to fall outside it:
+  // the holder's renewals stop (paused here) while the contender's claims time out.
+  proxy.lose(`$KV.${LEASE_BUCKET}.shard.`);
+  a.child.kill('SIGSTOP');
+  const claimFailed = () => b.events.filter((e) => e.kind === 'error' && /^claim of shard/.test(e.detail));
+  await eventually(() => claimFailed().length > 0, 30_000);
+  proxy.lose(undefined);
+  const lastFailure = Math.max(...claimFailed().map((e) => e.at as number));
+  t.notOk(
+    b.events.some((e) => e.kind === 'error' && /heartbeat/.test(e.detail)),
+    "node-b's heartbeats all succeeded meanwhile",
+  );
+  await eventually(() => b.events.filter((e) => e.kind === 'acquired').length === SHARDS, 60_000).catch(() => undefined);
+  const taken = b.events.filter((e) => e.kind === 'acquired');
+  t.equal(taken.length, SHARDS, `node-b took every shard over (${taken.length} of ${SHARDS})`);
+  const first = Math.min(...taken.map((e) => e.at));
+  t.ok(
+    first - lastFailure >= LEASE_MS - 500,
+    `not before a whole period without a failed claim (${first - lastFailure} ms after the last, ${claimFailed().length} failed)`,
+  );
+});
