@@ -193,9 +193,12 @@ export class RereadLog extends RereadOverlay {
   /**
    * Inside a batch's transaction, before its own writes: writes the entries of the next `slice`
    * positions after the cursor into scan_positions; at the end of scan_positions, deletes the log
-   * rows of the cycle before and starts a new one.
+   * rows of the cycle before and starts a new one. True when the slice was the whole table (a
+   * small shard): a re-read logged now would be written into its row by the next fold anyway, so
+   * the batch writes it there itself (the log saves page writes only where rows are spread over
+   * more pages than the cache keeps warm).
    */
-  fold(batch: RereadBatch, slice: number): void {
+  fold(batch: RereadBatch, slice: number): boolean {
     const state = this.s.state.get() as FoldState;
     const { n, last } = this.s.slice.get(state.cursor, slice) as { n: number; last: number | null };
     // The slice's positions are the next `slice` after the cursor, in asset-id order (consecutive rows share pages).
@@ -212,6 +215,7 @@ export class RereadLog extends RereadOverlay {
       this.s.deleteThrough.run(state.cycle_seq);
       this.s.saveState.run(0, this.nextSeq - 1, state.cycle_seq);
     }
+    return state.cursor === 0 && !whole;
   }
 
   /** Inside the batch's transaction, after fold(): logs a re-read (calls in asset-id order, so seqs are a function of the batch). */
