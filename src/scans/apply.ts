@@ -270,16 +270,17 @@ class ScanStore {
     }
     // Before the batch's own writes: a slice of the re-reads logged by earlier batches goes into scan_positions.
     // Sized by the positions the batch touched: a function of its effects, so a replay folds the same slice.
-    const wholeTable = this.rereads.fold(log, foldSliceOf(touched.size, options.foldSlice));
+    this.rereads.fold(log, foldSliceOf(touched.size, options.foldSlice));
+    const logsRereads = this.rereads.logsRereads(options.foldSlice);
     // In asset-id order: consecutive rows share b-tree pages, which each statement then finds in cache.
     for (const p of [...touched.values()].sort((a, b) => a.assetId - b.assetId)) {
       const before = p.stored ? this.positions.get(p.assetId) : undefined;
       const sameVisit =
         before != null && before.locationId === p.locationId && before.visitId === p.visitId && before.visitStartedAt === p.visitStartedAt;
       // A re-read that only extends its open visit is logged (a few bytes in a new page) instead of
-      // rewriting its row's page, unless the fold just covered the whole table; everything else writes
-      // scan_positions, whose row is then newer than the log's.
-      if (sameVisit && before.visitCount === p.visitCount && !wholeTable) {
+      // rewriting its row's page, except on a small table; everything else writes scan_positions,
+      // whose row is then newer than the log's.
+      if (sameVisit && before.visitCount === p.visitCount && logsRereads) {
         this.rereads.append(log, p.assetId, p.visitId, p.lastSeenAt, p.visitReadCount);
         continue;
       }

@@ -14,9 +14,9 @@ import { deadLetters, natsClient } from '../helpers/scans.js';
 import { firstDifference, mixedWorkload, tables } from '../helpers/shardWorkload.js';
 import { startTrackd, tempDir } from '../helpers/trackd.js';
 
-// A fold slice of 3 positions (read by the scan consumer when it starts): the shards' tables outgrow
-// one slice, so their re-reads go to the log as at scale (where one fold covers the whole table, a
-// re-read writes scan_positions itself and nothing is logged).
+// A fold slice of 3 positions (read by the scan consumer when it starts): the re-reads go to the log
+// as on a large shard (with the default slice, a table of a few positions writes them to
+// scan_positions itself and logs nothing: RereadLog.logsRereads).
 process.env.TRACKD_TEST_FOLD_SLICE = '3';
 
 t.test('records of a mixed workload replay into two fresh shards whose every table equals the original', async (t) => {

@@ -5,13 +5,13 @@ import { iso, shardDb, sqlVisits } from '../helpers/shardTruth.js';
 import { startTrackd } from '../helpers/trackd.js';
 
 /**
- * A shard whose scan_positions fit in one fold slice (the default slice, a few positions): each
- * batch's fold covers the whole table, so a re-read that extends its open visit writes its
- * scan_positions row in the batch itself instead of logging it (src/scans/rereadLog.ts fold). The
- * log stays empty, the rows carry the latest figures themselves, and the report and history answer
- * them, batch after batch, moves among them.
+ * A small shard (scan_positions' asset ids span a few ids, far below a quarter of the default fold
+ * slice): a re-read that extends its open visit writes its scan_positions row in its batch instead
+ * of logging it (src/scans/rereadLog.ts logsRereads). The log stays empty, the rows carry the
+ * latest figures themselves, and the report and history answer them, batch after batch, a move
+ * among them.
  */
-t.test('re-reads on a shard that one fold covers write their positions directly; the answers follow every batch', async (t) => {
+t.test('re-reads on a small shard write their positions directly; the answers follow every batch', async (t) => {
   const trackd = await startTrackd(t, { env: { SHARDS: '1', HISTORY_GAP_SECONDS: '3600' } });
   const api = await assetsClient(trackd, 'WF');
   const nc = await natsClient(t, trackd.natsUrl);
