@@ -174,6 +174,7 @@ export class RereadLog extends RereadOverlay {
         'UPDATE scan_positions SET last_seen_at = ?, visit_read_count = ? WHERE asset_id = ? AND visit_id = ? AND visit_read_count < ?',
       ),
       deleteThrough: p('DELETE FROM scan_rereads WHERE seq <= ?'),
+      empty: p('SELECT NOT EXISTS (SELECT 1 FROM scan_rereads)').pluck(),
       span: p('SELECT (SELECT max(asset_id) FROM scan_positions) - (SELECT min(asset_id) FROM scan_positions) + 1').pluck(),
       saveState: p('UPDATE scan_reread_fold SET cursor = ?, cycle_seq = ?, folded_through = ? WHERE id = 1'),
     };
@@ -196,9 +197,12 @@ export class RereadLog extends RereadOverlay {
   /**
    * Inside a batch's transaction, before its own writes: writes the entries of the next `slice`
    * positions after the cursor into scan_positions; at the end of scan_positions, deletes the log
-   * rows of the cycle before and starts a new one.
+   * rows of the cycle before and starts a new one. With the log empty (a small shard writes its
+   * re-reads directly) nothing moves: there is no entry to write nor row to delete, and every row
+   * deleted before is at or below folded_through already.
    */
   fold(batch: RereadBatch, slice: number): void {
+    if (this.s.empty.get() === 1) return;
     const state = this.s.state.get() as FoldState;
     const { n, last } = this.s.slice.get(state.cursor, slice) as { n: number; last: number | null };
     // The slice's positions are the next `slice` after the cursor, in asset-id order (consecutive rows share pages).
