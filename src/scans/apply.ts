@@ -9,7 +9,7 @@ import { scanBatchJournal } from './journalForm.js';
 import { reportIndexOf, type ReportIndex } from './reportIndex.js';
 import { extendsEarlier, visitStep } from './visits.js';
 import { eventLogOf, type EventLog } from '../events/log.js';
-import { foldSliceOf, laidOver, rereadLogOf, type RereadLog } from './rereadLog.js';
+import { foldSliceOf, laidOver, rereadLogOf, type RereadBatch, type RereadLog } from './rereadLog.js';
 
 export type ScanOutcome =
   | { kind: 'applied'; readsApplied: number; unknownTags: number; locationTags: number }
@@ -208,65 +208,10 @@ class ScanStore {
     // ids are a function of the committed batches (a replay of them draws the same).
     const firstHistoryId = this.nextHistoryId;
     const log = this.rereads.begin();
-    const apply = this.db.transaction(() => {
-      this.pruneEventIds(options.eventIdRetentionMs ?? DEFAULT_EVENT_ID_RETENTION_MS, now);
-      const { epoch, additions } = this.s.epoch.get() as { epoch: number; additions: number };
-      if (epoch !== this.epoch) {
-        this.tagHits.clear();
-        this.locationHits.clear();
-      }
-      if (epoch !== this.epoch || additions !== this.additions) {
-        this.tagMisses.clear();
-        this.locationMisses.clear();
-      }
-      this.epoch = epoch;
-      this.additions = additions;
-      const resolved = this.resolveReads(items);
-      const out: ScanOutcome[] = [];
-      let offset = 0;
-      for (const item of items) {
-        out.push(this.applyOne(item, resolved, offset, options, touched, appliedSeqs));
-        offset += item.scan.reads.length;
-      }
-      // Before the batch's own writes: a slice of the re-reads logged by earlier batches goes into scan_positions.
-      // Sized by the positions the batch touched: a function of its effects, so a replay folds the same slice.
-      this.rereads.fold(log, foldSliceOf(touched.size, options.foldSlice));
-      // In asset-id order: consecutive rows share b-tree pages, which each statement then finds in cache.
-      for (const p of [...touched.values()].sort((a, b) => a.assetId - b.assetId)) {
-        const before = p.stored ? this.positions.get(p.assetId) : undefined;
-        const sameVisit =
-          before != null &&
-          before.locationId === p.locationId &&
-          before.visitId === p.visitId &&
-          before.visitStartedAt === p.visitStartedAt;
-        // A re-read that only extends its open visit is logged (a few bytes in a new page) instead of
-        // rewriting its row's page; everything else writes scan_positions, whose row is then newer than the log's.
-        if (sameVisit && before.visitCount === p.visitCount) {
-          this.rereads.append(log, p.assetId, p.visitId, p.lastSeenAt, p.visitReadCount);
-          continue;
-        }
-        if (p.stored) log.written.push(p.assetId);
-        if (sameVisit) this.s.extendPosition.run(p.lastSeenAt, p.visitReadCount, p.visitCount, p.assetId);
-        else if (before != null && before.locationId === p.locationId)
-          this.s.revisitPosition.run(p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount, p.visitCount, p.assetId);
-        else if (p.stored)
-          this.s.updatePosition.run(p.locationId, p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount, p.visitCount, p.assetId);
-        else
-          this.s.insertPosition.run(
-            p.assetId,
-            p.orgId,
-            p.locationId,
-            p.lastSeenAt,
-            p.visitId,
-            p.visitStartedAt,
-            p.visitReadCount,
-            p.visitCount,
-            p.assetId,
-          );
-      }
-      for (const [stream, seq] of appliedSeqs) this.s.saveApplied.run(stream, '', seq);
-      return out;
-    });
+    // The organizations' event heads are written once, before the COMMIT, instead of upserted per movement event.
+    const apply = this.db.transaction(() =>
+      this.events.withHeldHeads(() => this.applyInTransaction(items, options, now, touched, appliedSeqs, log)),
+    );
     let outcomes: ScanOutcome[];
     try {
       outcomes = apply();
@@ -293,6 +238,73 @@ class ScanStore {
     for (const [orgId, moves] of movesByOrg) this.report.movedMany(orgId, moves);
     for (const [stream, seq] of appliedSeqs) this.applied.set(stream, seq);
     return outcomes;
+  }
+
+  /** The batch's reads and writes inside its transaction: `touched` gets the positions it changed, `appliedSeqs` the streams' new applied sequences. */
+  private applyInTransaction(
+    items: SourcedScan[],
+    options: ApplyOptions,
+    now: number,
+    touched: Map<number, Position>,
+    appliedSeqs: Map<string, number>,
+    log: RereadBatch,
+  ): ScanOutcome[] {
+    this.pruneEventIds(options.eventIdRetentionMs ?? DEFAULT_EVENT_ID_RETENTION_MS, now);
+    const { epoch, additions } = this.s.epoch.get() as { epoch: number; additions: number };
+    if (epoch !== this.epoch) {
+      this.tagHits.clear();
+      this.locationHits.clear();
+    }
+    if (epoch !== this.epoch || additions !== this.additions) {
+      this.tagMisses.clear();
+      this.locationMisses.clear();
+    }
+    this.epoch = epoch;
+    this.additions = additions;
+    const resolved = this.resolveReads(items);
+    const out: ScanOutcome[] = [];
+    let offset = 0;
+    for (const item of items) {
+      out.push(this.applyOne(item, resolved, offset, options, touched, appliedSeqs));
+      offset += item.scan.reads.length;
+    }
+    // Before the batch's own writes: a slice of the re-reads logged by earlier batches goes into scan_positions.
+    // Sized by the positions the batch touched: a function of its effects, so a replay folds the same slice.
+    this.rereads.fold(log, foldSliceOf(touched.size, options.foldSlice));
+    const logsRereads = this.rereads.logsRereads(options.foldSlice);
+    // In asset-id order: consecutive rows share b-tree pages, which each statement then finds in cache.
+    for (const p of [...touched.values()].sort((a, b) => a.assetId - b.assetId)) {
+      const before = p.stored ? this.positions.get(p.assetId) : undefined;
+      const sameVisit =
+        before != null && before.locationId === p.locationId && before.visitId === p.visitId && before.visitStartedAt === p.visitStartedAt;
+      // A re-read that only extends its open visit is logged (a few bytes in a new page) instead of
+      // rewriting its row's page, except on a small table; everything else writes scan_positions,
+      // whose row is then newer than the log's.
+      if (sameVisit && before.visitCount === p.visitCount && logsRereads) {
+        this.rereads.append(log, p.assetId, p.visitId, p.lastSeenAt, p.visitReadCount);
+        continue;
+      }
+      if (p.stored) log.written.push(p.assetId);
+      if (sameVisit) this.s.extendPosition.run(p.lastSeenAt, p.visitReadCount, p.visitCount, p.assetId);
+      else if (before != null && before.locationId === p.locationId)
+        this.s.revisitPosition.run(p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount, p.visitCount, p.assetId);
+      else if (p.stored)
+        this.s.updatePosition.run(p.locationId, p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount, p.visitCount, p.assetId);
+      else
+        this.s.insertPosition.run(
+          p.assetId,
+          p.orgId,
+          p.locationId,
+          p.lastSeenAt,
+          p.visitId,
+          p.visitStartedAt,
+          p.visitReadCount,
+          p.visitCount,
+          p.assetId,
+        );
+    }
+    for (const [stream, seq] of appliedSeqs) this.s.saveApplied.run(stream, '', seq);
+    return out;
   }
 
   /** `resolved[offset + k]` is what read k of the item resolved to (an asset id, UNKNOWN or LOCATION_TAG). */

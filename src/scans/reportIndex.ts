@@ -103,41 +103,44 @@ class OrgPositions {
    * for each, in any order (a batch moves an asset once).
    */
   moveMany(moves: readonly Move[]): void {
-    const found = this.all.removeMany(
-      moves.map((m) => m.before.lastSeenAt),
-      moves.map((m) => m.assetId),
-    );
-    const live = moves.filter((_, i) => found[i]);
-    this.all.insertMany(
-      live.map((m) => m.lastSeenAt),
-      live.map((m) => m.assetId),
-    );
-    const stays = new Map<LocationGroup, Move[]>();
-    for (const m of live) {
+    // Columns built in one pass each (a map and a filter per column cost as much as the rank indexes' own work).
+    const n = moves.length;
+    const seenBefore = new Array<number>(n);
+    const ids = new Array<number>(n);
+    for (let i = 0; i < n; i++) {
+      seenBefore[i] = moves[i]!.before.lastSeenAt;
+      ids[i] = moves[i]!.assetId;
+    }
+    const found = this.all.removeMany(seenBefore, ids);
+    const liveSeen: number[] = [];
+    const liveIds: number[] = [];
+    const stays = new Map<LocationGroup, { before: number[]; seen: number[]; ids: number[] }>();
+    for (let i = 0; i < n; i++) {
+      const m = moves[i]!;
+      if (!found[i]) {
+        if (this.deleted.remove(m.before.lastSeenAt, m.assetId)) this.deleted.insert(m.lastSeenAt, m.assetId);
+        continue;
+      }
+      liveSeen.push(m.lastSeenAt);
+      liveIds.push(m.assetId);
       const at = this.byLocation.get(m.locationId);
       if (m.before.locationId === m.locationId && at !== undefined) {
-        let list = stays.get(at);
-        if (list === undefined) stays.set(at, (list = []));
-        list.push(m);
+        let stay = stays.get(at);
+        if (stay === undefined) stays.set(at, (stay = { before: [], seen: [], ids: [] }));
+        stay.before.push(m.before.lastSeenAt);
+        stay.seen.push(m.lastSeenAt);
+        stay.ids.push(m.assetId);
       } else {
         this.unplace(m.assetId, m.before.lastSeenAt, m.before.locationId);
         this.place(m.assetId, m.lastSeenAt, m.locationId);
       }
     }
+    this.all.insertMany(liveSeen, liveIds);
     // Re-reads: their place by asset id stays.
-    for (const [at, list] of stays) {
-      at.bySeen.removeMany(
-        list.map((m) => m.before.lastSeenAt),
-        list.map((m) => m.assetId),
-      );
-      at.bySeen.insertMany(
-        list.map((m) => m.lastSeenAt),
-        list.map((m) => m.assetId),
-      );
+    for (const [at, stay] of stays) {
+      at.bySeen.removeMany(stay.before, stay.ids);
+      at.bySeen.insertMany(stay.seen, stay.ids);
     }
-    moves.forEach((m, i) => {
-      if (!found[i] && this.deleted.remove(m.before.lastSeenAt, m.assetId)) this.deleted.insert(m.lastSeenAt, m.assetId);
-    });
   }
 
   /** A location's key changed: its place in the location order follows. */

@@ -31,6 +31,8 @@ export interface Reread {
 export const DEFAULT_FOLD_SLICE = 262_144;
 const FOLD_PER_POSITION = 4;
 const MIN_FOLD_SLICE = 1024;
+/** Tables whose asset ids span at most the largest fold slice over this write their re-reads directly (RereadLog.logsRereads). */
+const SMALL_TABLE_DIVISOR = 4;
 
 /** The positions a batch that touched `positions` positions folds, with `most` the cap (ApplyOptions.foldSlice). */
 export function foldSliceOf(positions: number, most = DEFAULT_FOLD_SLICE): number {
@@ -172,6 +174,8 @@ export class RereadLog extends RereadOverlay {
         'UPDATE scan_positions SET last_seen_at = ?, visit_read_count = ? WHERE asset_id = ? AND visit_id = ? AND visit_read_count < ?',
       ),
       deleteThrough: p('DELETE FROM scan_rereads WHERE seq <= ?'),
+      empty: p('SELECT NOT EXISTS (SELECT 1 FROM scan_rereads)').pluck(),
+      span: p('SELECT (SELECT max(asset_id) FROM scan_positions) - (SELECT min(asset_id) FROM scan_positions) + 1').pluck(),
       saveState: p('UPDATE scan_reread_fold SET cursor = ?, cycle_seq = ?, folded_through = ? WHERE id = 1'),
     };
     const { folded_through } = this.s.state.get() as FoldState;
@@ -193,9 +197,12 @@ export class RereadLog extends RereadOverlay {
   /**
    * Inside a batch's transaction, before its own writes: writes the entries of the next `slice`
    * positions after the cursor into scan_positions; at the end of scan_positions, deletes the log
-   * rows of the cycle before and starts a new one.
+   * rows of the cycle before and starts a new one. With the log empty (a small shard writes its
+   * re-reads directly) nothing moves: there is no entry to write nor row to delete, and every row
+   * deleted before is at or below folded_through already.
    */
   fold(batch: RereadBatch, slice: number): void {
+    if (this.s.empty.get() === 1) return;
     const state = this.s.state.get() as FoldState;
     const { n, last } = this.s.slice.get(state.cursor, slice) as { n: number; last: number | null };
     // The slice's positions are the next `slice` after the cursor, in asset-id order (consecutive rows share pages).
@@ -212,6 +219,20 @@ export class RereadLog extends RereadOverlay {
       this.s.deleteThrough.run(state.cycle_seq);
       this.s.saveState.run(0, this.nextSeq - 1, state.cycle_seq);
     }
+  }
+
+  /**
+   * Whether the batch's re-reads go to the log (else each writes its scan_positions row): only on
+   * a table whose asset ids span more than `most` / SMALL_TABLE_DIVISOR (65,536 with the default
+   * fold slice). The log saves page writes where a batch's re-reads are spread over more pages
+   * than the writer's cache keeps warm (1,000,000 positions); on a small table every page stays
+   * warm, and a logged re-read costs its insert, its fold and its row's delete more than the
+   * update it stands for. The span (max - min asset id, two seeks) bounds the row count and is a
+   * function of the committed rows, so a replay decides the same.
+   */
+  logsRereads(most = DEFAULT_FOLD_SLICE): boolean {
+    const span = this.s.span.get() as number | null;
+    return span !== null && span > Math.floor(most / SMALL_TABLE_DIVISOR);
   }
 
   /** Inside the batch's transaction, after fold(): logs a re-read (calls in asset-id order, so seqs are a function of the batch). */
