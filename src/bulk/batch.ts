@@ -5,7 +5,6 @@ import { withTextIndexPaused } from '../masterdata/textIndex.js';
 import { shardCommand, type ShardCommand } from '../shards/commands.js';
 import type { ShardWriter } from '../shards/writer.js';
 import { processingJob, recordOutcome, type BatchOutcome, type BulkMode, type RowError } from './jobs.js';
-import { raiseTextMerge } from './textMerge.js';
 import { raiseWriterCache } from './writerCache.js';
 
 /** A row that passed the stateless rules, on its way to the shard: its number in the file and its create body. */
@@ -100,7 +99,6 @@ export function batchCommand(name: string, apply: RowApplier): ShardCommand<Batc
           );
         }
         raiseWriterCache(shard);
-        raiseTextMerge(shard);
         let standIn = 0;
         const context: RowContext = {
           orgId: args.orgId,

@@ -6,7 +6,6 @@ import type { ShardWriter } from '../shards/writer.js';
 import type { Db } from '../storage/sqlite.js';
 import { formatNullableTimestamp, formatTimestamp } from '../wire/timestamps.js';
 import { BULK_LIMITS } from './limits.js';
-import { restoreTextMerge } from './textMerge.js';
 import { restoreWriterCache } from './writerCache.js';
 
 /**
@@ -277,12 +276,10 @@ export interface FinishArgs {
  * limited one keeps no STAT4 samples and misjudges the org index); `optimize` then covers tables
  * never analyzed or grown tenfold (the event log), and is a no-op otherwise.
  */
-function refreshStatistics(shard: ShardWriter, kind: BulkKind, created: number): boolean {
+function refreshStatistics(shard: ShardWriter, kind: BulkKind, created: number): void {
   const rows = shard.writer.prepare(`SELECT count(*) FROM ${kind}`).pluck().get() as number;
-  const grew = created > 0 && created * 10 >= rows;
-  if (grew) shard.writer.exec(`ANALYZE ${kind}; ANALYZE tags`);
+  if (created > 0 && created * 10 >= rows) shard.writer.exec(`ANALYZE ${kind}; ANALYZE tags`);
   shard.writer.pragma('optimize=0x10002');
-  return grew;
 }
 
 const finishCommand = shardCommand(
@@ -292,10 +289,8 @@ const finishCommand = shardCommand(
     writerStatements(shard)
       .get('UPDATE bulk_jobs SET status = ?, total = ?, detail = ?, updated_at = ?, finished_at = ? WHERE job_id = ?')
       .run(status, total, detail, shard.now, shard.now, jobId);
-    const grew = job.dry_run === 0 && refreshStatistics(shard, job.kind, job.created);
-    const running = hasRunningJobs(shard);
-    restoreWriterCache(shard, running);
-    restoreTextMerge(shard, running, grew ? job.kind : undefined);
+    if (job.dry_run === 0) refreshStatistics(shard, job.kind, job.created);
+    restoreWriterCache(shard, hasRunningJobs(shard));
   },
   'scans',
 );
@@ -332,7 +327,6 @@ const abandonCommand = shardCommand(
       )
       .run(shard.now, shard.now).changes;
     restoreWriterCache(shard, false);
-    restoreTextMerge(shard, false);
     return abandoned;
   },
   'scans',

@@ -27,10 +27,4 @@ export const BULK_LIMITS = {
    * taken only as pages are used, given back when the shard's last job ends.
    */
   writerCacheMb: 512,
-  /**
-   * FTS5's `automerge` of the q text index while a job of the shard runs (its default: 4; at most
-   * 16): segments of a level merged at once, so each row's index is rewritten about half as often
-   * over a 1,000,000-row import (bulk/textMerge.ts).
-   */
-  textIndexAutomerge: 16,
 } as const;
