@@ -25,7 +25,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { assetExportSql } from '../../src/bulk/export.js';
-import { assetInsertCeiling, cpuSeconds, exportOnce, importFile, readLoop, readsFor, selectToDevNull, writeAssetCsv } from '../lib/bulk.js';
+import {
+  assetInsertCeiling,
+  cpuSeconds,
+  threadCpuSeconds,
+  exportOnce,
+  importFile,
+  readLoop,
+  readsFor,
+  selectToDevNull,
+  writeAssetCsv,
+} from '../lib/bulk.js';
 import { summarize } from '../lib/loadSpec.js';
 import { threadBusy } from '../lib/measure.js';
 import { machine, ROOT } from '../lib/processes.js';
@@ -85,16 +95,22 @@ try {
   let exported: Awaited<ReturnType<typeof exportOnce>>;
   let duringImport: ReturnType<typeof percentiles>;
   let idle: ReturnType<typeof percentiles>;
-  let importCpu: { trackdCpuSeconds: number; shardBusySeconds: number };
+  let importCpu: { trackdCpuSeconds: number; shardBusySeconds: number; threads: [string, number][] };
   try {
     const stopReads = { done: false };
     const readsDuring = readLoop(trackd.url, token, READS, stopReads);
     readsDuring.catch(() => undefined);
     const busyBefore = await threadBusy(trackd.url);
     const cpuBefore = cpuSeconds(trackd.child.pid!);
+    const threadsBefore = threadCpuSeconds(trackd.child.pid!);
     first = await importFile(trackd.url, token, csv, 'create');
+    const threadsAfter = threadCpuSeconds(trackd.child.pid!);
     const busyAfter = await threadBusy(trackd.url);
     importCpu = {
+      threads: [...threadsAfter]
+        .map(([thread, s]): [string, number] => [thread, Math.round((s - (threadsBefore.get(thread) ?? 0)) * 100) / 100])
+        .filter(([, s]) => s >= 0.05)
+        .sort((a, b) => b[1] - a[1]),
       trackdCpuSeconds: cpuSeconds(trackd.child.pid!) - cpuBefore,
       shardBusySeconds: (busyAfter.busy.get('shard-0') ?? 0) - (busyBefore.busy.get('shard-0') ?? 0),
     };
@@ -137,6 +153,8 @@ try {
       rows_per_trackd_cpu_second: round(ROWS / importCpu.trackdCpuSeconds),
       shard_thread_busy_seconds: Math.round(importCpu.shardBusySeconds * 100) / 100,
       rows_per_shard_busy_second: round(ROWS / importCpu.shardBusySeconds),
+      /** CPU seconds of each trackd thread (tid and name) during the import, the busiest first. */
+      thread_cpu_seconds: Object.fromEntries(importCpu.threads),
       ceiling_sqlite_insert_rows_per_s: round(insertRate),
       vs_ceiling: Math.round((importRate / insertRate) * 100) / 100,
     },
