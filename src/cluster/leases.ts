@@ -207,7 +207,7 @@ export class LeaseManager {
       this.heartbeat = await this.bucket.put(key, { node: this.settings.nodeId, at: new Date(now).toISOString() }, this.heartbeat);
       this.lastHeartbeatAt = now;
     } catch (err) {
-      this.bucketFailedAt = now;
+      this.bucketFailedAt = Date.now();
       if (err instanceof RevisionMoved) this.heartbeat = 0;
       this.onEvent({ kind: 'error', detail: `heartbeat: ${(err as Error).message}` });
     }

@@ -143,7 +143,8 @@ t.test(
     proxy.lose(`$KV.${LEASE_BUCKET}.node.node-b`);
     await eventually(() => proxy.lost() > 0 && b.events.some((e) => e.kind === 'error' && /heartbeat/.test(e.detail)), 30_000);
     proxy.lose(undefined);
-    const failedAt = Date.now();
+    // When node-b saw its heartbeat fail (its own clock), not when this test read the line.
+    const failedAt = Math.max(...b.events.filter((e) => e.kind === 'error' && /heartbeat/.test(e.detail)).map((e) => e.at as number));
     await eventually(() => b.events.filter((e) => e.kind === 'acquired').length === SHARDS, 60_000).catch(() => undefined);
     const taken = b.events.filter((e) => e.kind === 'acquired');
     t.equal(taken.length, SHARDS, `node-b took every shard over (${taken.length} of ${SHARDS})`);

