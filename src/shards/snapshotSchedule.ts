@@ -87,6 +87,10 @@ export class SnapshotSchedule {
         this.notBefore = Date.now() + Math.min(RETRY_MS, this.policy.everySeconds * 1000);
         this.onEvent({ kind: 'snapshot failed', detail: result.message });
       }
+      // Entries appended while this one was taken may already call for the next: waiting for the
+      // timer (up to a minute) or for another append (none, on a shard gone quiet) would hold the
+      // journal and the inputs back meanwhile.
+      if (this.due()) this.start();
     };
     worker.once('message', finish);
     worker.once('error', (err) => finish({ ok: false, message: err.message }));

@@ -23,8 +23,11 @@ const killMidUpload = data.killMidUpload
       if (read * 2 >= total) process.kill(process.pid, 'SIGKILL');
     }
   : undefined;
+/** Tests only (TRACKD_TEST_SNAPSHOT_HOLD_MS): how long a snapshot, once stored, waits before it reports (a slow upload). */
+const holdMs = Number(process.env.TRACKD_TEST_SNAPSHOT_HOLD_MS) || 0;
 try {
   const outcome = await snapshotAndPurge(data.file, data.settings, data.index, killMidUpload);
+  if (holdMs > 0) await new Promise((r) => setTimeout(r, holdMs));
   parentPort!.postMessage({ ok: true, outcome } satisfies FromSnapshotWorker);
 } catch (err) {
   parentPort!.postMessage({ ok: false, message: (err as Error).message } satisfies FromSnapshotWorker);
