@@ -13,6 +13,7 @@ import { startNatsServer, type NatsServerProcess } from './nats/embedded.js';
 import { Metrics } from './ops/metrics.js';
 import { collectLoopAndGc, collectProcessMetrics, collectThreadBusy, type LoopClock } from './ops/processMetrics.js';
 import { Readiness } from './ops/readiness.js';
+import { tracePauses } from './runtime/pauseTrace.js';
 import { startScanIngest, type ScanIngest } from './scans/ingest.js';
 import { scanSources } from './scans/sources.js';
 import type { Services } from './services.js';
@@ -68,6 +69,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
   const metrics = new Metrics();
   collectProcessMetrics(metrics);
   const stopLoopAndGc = collectLoopAndGc(metrics, 'main');
+  tracePauses('main');
   fs.mkdirSync(config.DATA_DIR, { recursive: true });
   const control = await ControlPlane.open(config.DATA_DIR);
   // Cluster mode: the cluster's orgs, keys and signing key, mirrored into the control file before any thread reads it.

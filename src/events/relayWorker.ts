@@ -8,6 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { EventRelay, type RelaySettings } from './relay.js';
+import { tracePauses } from '../runtime/pauseTrace.js';
 
 export interface RelayWorkerData {
   dataDir: string;
@@ -21,6 +22,7 @@ export type ToRelayWorker = { type: 'wake' } | { type: 'stop' } | { type: 'prune
 export type FromRelayWorker = { type: 'prune'; id: number; before: number; throughPos: number } | { type: 'stopped' };
 
 const data = workerData as RelayWorkerData;
+tracePauses(`relay-${data.index}`);
 const parent = parentPort!;
 const pruning = new Map<number, () => void>();
 let pruneIds = 0;

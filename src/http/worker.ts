@@ -18,11 +18,13 @@ import { ShardGenerations } from '../shards/generations.js';
 import { PortMailbox } from '../shards/mailbox.js';
 import { ShardRegistry } from '../shards/registry.js';
 import { StorageHealth } from '../storage/health.js';
+import { loadSqlBuilder } from '../storage/sqlite.js';
 import type { rateLimitBuffers } from './rateLimit.js';
 import { OwnershipTable } from '../cluster/ownershipTable.js';
 import { threadRpc, type ThreadRpc } from '../cluster/rpcNode.js';
 import { ControlKv } from '../control/controlKv.js';
 import { createHttpServer } from './app.js';
+import { tracePauses } from '../runtime/pauseTrace.js';
 
 export interface HttpWorkerData {
   config: Config;
@@ -56,6 +58,7 @@ const data = workerData as HttpWorkerData;
 const parent = parentPort!;
 const post = (message: FromHttpWorker) => parent.postMessage(message);
 const { config } = data;
+tracePauses(`http-${data.thread}`);
 
 const logger = createLogger(config.LOG_LEVEL, data.logFile).child({ thread: `http-${data.thread}` });
 const metrics = new Metrics();
@@ -144,6 +147,7 @@ try {
         break;
     }
   };
+  loadSqlBuilder();
   post({ type: 'ready' });
 } catch (err) {
   // The main thread then stops every thread; one that failed has nothing to stop but must still say so,

@@ -23,6 +23,7 @@ import { scansSource, type MessageRoute, type MetricLabels, type ScanSource } fr
 import { partitionFilter, partitionedSubjects, splitPartition } from './partition.js';
 import { sourcedItems } from './sources.js';
 import { connectNats, ensureStream, isApiError, SCANS_DEAD_STREAM } from './streams.js';
+import { pauseTraceOn, traceLine } from '../runtime/pauseTrace.js';
 
 export interface ScanIngest {
   stop(): Promise<void>;
@@ -517,6 +518,17 @@ class ScanConsumer {
         },
         'scan batch applied',
       );
+    if (pauseTraceOn)
+      traceLine('batch', {
+        msgs: batch.length,
+        reads: batch.reduce((n, b) => n + b.reads, 0),
+        now,
+        first_accepted: batch[0]!.acceptedAt,
+        accepted: batch.at(-1)!.acceptedAt,
+        started: startedAt,
+        committed: shard.generations.lastEventsAt(),
+        answered: Date.now(),
+      });
     this.services.metrics.observe(
       'trackd_scan_batch_seconds',
       'Time to apply one shard batch of scans',

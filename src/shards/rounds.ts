@@ -1,6 +1,7 @@
 import { commandNamed } from './commands.js';
 import { decodeError, encodeError, type CommandAnswer, type CommandMessage } from './mailbox.js';
 import type { ShardWriter, Staged } from './writer.js';
+import { traceSpan } from '../runtime/pauseTrace.js';
 
 type Reply = (answer: CommandAnswer) => void;
 
@@ -76,11 +77,16 @@ export class RoundActor {
         while (end < pending.length && end - i < MAX_ROUND && sharesRounds(pending[end]!.message)) end++;
         this.sizes[end - i]!++;
         if (end - i > 1) {
+          const span = traceSpan('round');
           this.round(pending.slice(i, end));
+          span({ n: end - i });
           i = end;
         } else {
           const { message, reply } = pending[i++]!;
-          reply(this.writer.execute(message));
+          const span = traceSpan('cmd');
+          const answer = this.writer.execute(message);
+          span({ name: message.name, id: message.id, committed: this.writer.generations.lastEventsAt() });
+          reply(answer);
         }
       }
     }

@@ -31,6 +31,7 @@ import type { CommandAnswer } from './mailbox.js';
 import { RoundActor } from './rounds.js';
 import { SnapshotSchedule, type SnapshotPolicy } from './snapshotSchedule.js';
 import { ShardWriter, shardFile } from './writer.js';
+import { traceLine, tracePauses, pauseTraceOn } from '../runtime/pauseTrace.js';
 
 export interface ShardWorkerData {
   dataDir: string;
@@ -75,6 +76,7 @@ const killDuringSnapshot = process.env.TRACKD_TEST_KILL_DURING_SNAPSHOT || undef
 /** Diagnostics: at close, the actor appends the sizes of the transactions it ran to this file (rounds.ts, `roundSizes`). */
 const roundSizesFile = process.env.TRACKD_ROUND_SIZES || undefined;
 
+tracePauses(`shard-${data.index}`);
 try {
   const control = await ControlPlane.open(data.dataDir);
   let ids: IdSource = control;
@@ -193,7 +195,10 @@ try {
       const port = message.port;
       ports.add(port);
       const answer = answerOn(port);
-      port.on('message', (command: CommandMessage) => run(arrived(command), answer));
+      port.on('message', (command: CommandMessage) => {
+        if (pauseTraceOn) traceLine('arrive', { name: command.name, id: command.id });
+        run(arrived(command), answer);
+      });
       port.on('close', () => ports.delete(port));
     } else if (message.type === 'relay') {
       if (!closing) relay ??= startRelay(message.settings);

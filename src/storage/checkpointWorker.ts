@@ -1,6 +1,9 @@
 /** The checkpoint worker of checkpointer.ts: PASSIVE WAL checkpoints of the registered files. */
 import { parentPort } from 'node:worker_threads';
 import Database from 'better-sqlite3';
+import { tracePauses, traceSpan } from '../runtime/pauseTrace.js';
+
+tracePauses('checkpoint');
 
 const INTERVAL_MS = 200;
 const open = new Map<string, Database.Database>();
@@ -21,7 +24,9 @@ parentPort!.on('message', (message: { add?: string; remove?: string }) => {
 setInterval(() => {
   for (const db of open.values()) {
     try {
-      db.pragma('wal_checkpoint(PASSIVE)');
+      const span = traceSpan('ckpt');
+      const r = db.pragma('wal_checkpoint(PASSIVE)');
+      span({ r });
     } catch {
       // Busy or gone: the next round (or the writer's safety net) checkpoints it.
     }

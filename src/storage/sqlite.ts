@@ -83,6 +83,15 @@ export async function migrate(file: string, migrations: Migration[]): Promise<vo
 let builder: Knex | undefined;
 const realBuilder = () => (builder ??= loadKnex()({ client: 'better-sqlite3', useNullAsDefault: true }));
 
+/**
+ * Loads the SQL builder now. A serving thread calls it before it is ready: loaded on the thread's
+ * first report or export instead, it held that request and every event stream of the thread for
+ * 100-300 ms of CPU (the first seconds after a start, bench/results/pause9-diagnosis.json).
+ */
+export function loadSqlBuilder(): void {
+  realBuilder();
+}
+
 /** A knex instance used only to build SQL text; statements run through better-sqlite3. Created on first use. */
 export const sqlBuilder: Knex = new Proxy(function sqlBuilder() {} as unknown as Knex, {
   apply: (_target, _this, args: unknown[]) => (realBuilder() as unknown as (...a: unknown[]) => unknown)(...args),
