@@ -131,7 +131,8 @@ export const importScenario: CustomScenario = {
     try {
       insertRate = await assetInsertCeiling(ceilingDir, rows);
     } finally {
-      fs.rmSync(ceilingDir, { recursive: true, force: true });
+      // The writer's background checkpoints (another thread) let go of its files a moment after it closes.
+      fs.rmSync(ceilingDir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
     }
     const rate = rows / first.seconds;
     const upsertRate = rows / again.seconds;

@@ -219,6 +219,9 @@ t.test('a client that stops reading is closed (4002 slow_consumer) and resumes f
   const big = 'x'.repeat(900_000);
   const N = 25;
   for (let i = 0; i < N; i++) await post('/api/v1/assets', { name: `Big ${i}`, metadata: { big } });
+  // Blocked for longer than EVENT_STREAM_SLOW_SECONDS (1 s here) whatever the posts took: on a quiet
+  // machine they take less, and a client that read again at once was never slow (the test hung).
+  await new Promise((r) => setTimeout(r, 2500));
   raw.resume();
   const { code, reason } = await socket.closed;
   // 4002 when the client reads its buffer within uWS's close handshake; a client that reads nothing for
