@@ -6,26 +6,18 @@
  * Nor past what each shard's holder reports settled with its lease: nats-server before 2.11 can move
  * a replicated consumer's floor past messages it never delivered (nats-server#6566).
  */
-import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { AckPolicy } from '@nats-io/jetstream';
 import t from 'tap';
 import { LeaseBucket } from '../../src/cluster/leaseBucket.js';
 import type { Lease } from '../../src/cluster/leases.js';
-import { JOURNAL_STREAM } from '../../src/shards/journalEntry.js';
 import { purgeInputs } from '../../src/shards/retention.js';
-import { ensureStream, SCANS_STREAM } from '../../src/scans/streams.js';
-import { natsClient, publish, scanBody } from '../helpers/scans.js';
-import { startNats } from '../helpers/trackd.js';
+import { SCANS_STREAM } from '../../src/scans/streams.js';
+import { scansAndJournal } from '../helpers/journal.js';
 
 t.test(
   'in cluster mode the inputs are purged below every shard consumer’s floor and holder’s report, and not while one is missing',
   async (t) => {
-    const nats = await startNats(t);
-    const nc = await natsClient(t, nats.url);
-    const jsm = await jetstreamManager(nc);
-    const js = jetstream(nc);
-    await ensureStream(jsm, SCANS_STREAM, 'scans.>');
-    await ensureStream(jsm, JOURNAL_STREAM, 'journal.*');
-    for (let i = 0; i < 20; i++) await publish(nc, 'scans.1.fixed', scanBody('DOCK', ['rfid:E2']));
+    const { nc, jsm, js } = await scansAndJournal(t);
     const ack = async (durable: string, count: number) => {
       const messages = await (await js.consumers.get(SCANS_STREAM, durable)).fetch({ max_messages: count, expires: 5000 });
       for await (const msg of messages) await msg.ackAck();

@@ -9,26 +9,19 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { AckPolicy } from '@nats-io/jetstream';
 import t from 'tap';
-import { JOURNAL_STREAM } from '../../src/shards/journalEntry.js';
 import { purgeInputs } from '../../src/shards/retention.js';
 import { snapshotAndPurge } from '../../src/shards/snapshots.js';
 import { shardFile } from '../../src/shards/writer.js';
-import { ensureStream, SCANS_STREAM } from '../../src/scans/streams.js';
-import { journalEntries } from '../helpers/journal.js';
+import { SCANS_STREAM } from '../../src/scans/streams.js';
+import { journalEntries, scansAndJournal } from '../helpers/journal.js';
 import { drained, natsClient, publish, scanBody } from '../helpers/scans.js';
 import { firstDifference, mixedWorkload, tables } from '../helpers/shardWorkload.js';
 import { spawnTrackd, startNats, tempDir } from '../helpers/trackd.js';
 
 t.test('the references of the entry at a snapshot’s position do not hold the inputs back', async (t) => {
-  const nats = await startNats(t);
-  const nc = await natsClient(t, nats.url);
-  const jsm = await jetstreamManager(nc);
-  const js = jetstream(nc);
-  await ensureStream(jsm, SCANS_STREAM, 'scans.>');
-  await ensureStream(jsm, JOURNAL_STREAM, 'journal.*');
-  for (let i = 0; i < 20; i++) await publish(nc, 'scans.1.fixed', scanBody('DOCK', ['rfid:E2']));
+  const { jsm, js } = await scansAndJournal(t);
   await jsm.consumers.add(SCANS_STREAM, { durable_name: 'trackd-scans', ack_policy: AckPolicy.Explicit });
   for await (const msg of await (await js.consumers.get(SCANS_STREAM, 'trackd-scans')).fetch({ max_messages: 20, expires: 5000 }))
     await msg.ackAck();

@@ -38,8 +38,8 @@ function failureText(data: TestEventData): string {
   return stripVTControlCharacters(inspect(error?.cause ?? error, { depth: 3, colors: false }));
 }
 
-function describeFailure(data: TestEventData): string {
-  return `  ✖ ${data.name}\n${failureText(data).replace(/^/gm, '      ')}`;
+function describeFailure(data: TestEventData, text = failureText(data)): string {
+  return `  ✖ ${data.name}\n${text.replace(/^/gm, '      ')}`;
 }
 
 export default async function* reporter(source: AsyncIterable<TestEvent>): AsyncGenerator<string> {
@@ -106,10 +106,11 @@ export default async function* reporter(source: AsyncIterable<TestEvent>): Async
     }
     // A test with subtests: its own failure is counted only when it is not just theirs (a throw or a timeout of its own).
     if (data.details?.type === 'suite') {
-      if (type === 'test:fail' && !SUBTESTS_FAILED.test(failureText(data))) {
+      const text = type === 'test:fail' ? failureText(data) : '';
+      if (type === 'test:fail' && !SUBTESTS_FAILED.test(text)) {
         group.failed++;
         failed++;
-        group.failures.push(describeFailure(data));
+        group.failures.push(describeFailure(data, text));
       }
       continue;
     }
