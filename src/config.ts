@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { cidrListProblem } from './webhooks/addresses.js';
+import { DEFAULT_BACKGROUND_NICE } from './runtime/threadPriority.js';
 
 const IntString = (min: number, max: number) => Type.Integer({ minimum: min, maximum: max });
 
@@ -56,6 +57,7 @@ export const ConfigSchema = Type.Object({
   CLUSTER_REBALANCE_SECONDS: IntString(0, 86_400),
   SCAN_SUBJECT_PARTITIONS: Type.Union([Type.Literal('on'), Type.Literal('off')]),
   SCAN_STALL_SECONDS: IntString(1, 3600),
+  BACKGROUND_NICE: IntString(0, 19),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -92,6 +94,7 @@ const DEFAULTS: Record<string, string> = {
   CLUSTER_REBALANCE_SECONDS: '0',
   SCAN_SUBJECT_PARTITIONS: 'off',
   SCAN_STALL_SECONDS: '20',
+  BACKGROUND_NICE: String(DEFAULT_BACKGROUND_NICE),
 };
 
 /** Cluster mode's shard count when SHARDS is unset: fixed, since every node must have the same (not its CPU count). */
@@ -121,6 +124,7 @@ const INTEGER_VARS = new Set([
   'LEASE_SECONDS',
   'CLUSTER_REBALANCE_SECONDS',
   'SCAN_STALL_SECONDS',
+  'BACKGROUND_NICE',
 ]);
 
 /** Reads the configuration; a bad value throws a ConfigError whose one-line message names the variable. */

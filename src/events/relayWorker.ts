@@ -8,6 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { EventRelay, type RelaySettings } from './relay.js';
+import { nameThread, runAsBackgroundThread } from '../runtime/threadPriority.js';
 import { tracePauses } from '../runtime/pauseTrace.js';
 
 export interface RelayWorkerData {
@@ -23,6 +24,8 @@ export type FromRelayWorker = { type: 'prune'; id: number; before: number; throu
 
 const data = workerData as RelayWorkerData;
 tracePauses(`relay-${data.index}`);
+nameThread(`relay-${data.index}`);
+runAsBackgroundThread();
 const parent = parentPort!;
 const pruning = new Map<number, () => void>();
 let pruneIds = 0;

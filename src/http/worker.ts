@@ -24,6 +24,7 @@ import { OwnershipTable } from '../cluster/ownershipTable.js';
 import { threadRpc, type ThreadRpc } from '../cluster/rpcNode.js';
 import { ControlKv } from '../control/controlKv.js';
 import { createHttpServer } from './app.js';
+import { nameThread } from '../runtime/threadPriority.js';
 import { tracePauses } from '../runtime/pauseTrace.js';
 
 export interface HttpWorkerData {
@@ -59,6 +60,7 @@ const parent = parentPort!;
 const post = (message: FromHttpWorker) => parent.postMessage(message);
 const { config } = data;
 tracePauses(`http-${data.thread}`);
+nameThread(`http-${data.thread}`);
 
 const logger = createLogger(config.LOG_LEVEL, data.logFile).child({ thread: `http-${data.thread}` });
 const metrics = new Metrics();

@@ -5,6 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { JournalSettings } from './journal.js';
+import { nameThread, runAsBackgroundThread } from '../runtime/threadPriority.js';
 import { snapshotAndPurge, type SnapshotOutcome } from './snapshots.js';
 
 export interface SnapshotWorkerData {
@@ -18,6 +19,8 @@ export interface SnapshotWorkerData {
 export type FromSnapshotWorker = { ok: true; outcome: SnapshotOutcome } | { ok: false; message: string };
 
 const data = workerData as SnapshotWorkerData;
+nameThread(`snap-${data.index}`);
+runAsBackgroundThread();
 const killMidUpload = data.killMidUpload
   ? (read: number, total: number) => {
       if (read * 2 >= total) process.kill(process.pid, 'SIGKILL');

@@ -32,6 +32,7 @@ import { RoundActor } from './rounds.js';
 import { SnapshotSchedule, type SnapshotPolicy } from './snapshotSchedule.js';
 import { ShardWriter, shardFile } from './writer.js';
 import { traceLine, tracePauses, pauseTraceOn } from '../runtime/pauseTrace.js';
+import { nameThread } from '../runtime/threadPriority.js';
 
 export interface ShardWorkerData {
   dataDir: string;
@@ -77,6 +78,7 @@ const killDuringSnapshot = process.env.TRACKD_TEST_KILL_DURING_SNAPSHOT || undef
 const roundSizesFile = process.env.TRACKD_ROUND_SIZES || undefined;
 
 tracePauses(`shard-${data.index}`);
+nameThread(`shard-${data.index}`);
 try {
   const control = await ControlPlane.open(data.dataDir);
   let ids: IdSource = control;

@@ -1,9 +1,11 @@
 /** The checkpoint worker of checkpointer.ts: PASSIVE WAL checkpoints of the registered files. */
 import { parentPort } from 'node:worker_threads';
 import Database from 'better-sqlite3';
+import { nameThread } from '../runtime/threadPriority.js';
 import { tracePauses, traceSpan } from '../runtime/pauseTrace.js';
 
 tracePauses('checkpoint');
+nameThread('ckpt');
 
 const INTERVAL_MS = 200;
 const open = new Map<string, Database.Database>();

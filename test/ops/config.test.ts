@@ -26,6 +26,8 @@ t.test('configuration is validated at start: a bad value stops it with one line 
     [{ CLUSTER_STANDBYS: 'yes' }, 'CLUSTER_STANDBYS'],
     [{ CLUSTER_NODE_ID: 'node-a', NATS_URL: '' }, 'CLUSTER_NODE_ID'],
     [{ SHARD_JOURNAL: 'off', CLUSTER_NODE_ID: 'node-a' }, 'SHARD_JOURNAL'],
+    [{ BACKGROUND_NICE: '20' }, 'BACKGROUND_NICE'],
+    [{ BACKGROUND_NICE: '-5' }, 'BACKGROUND_NICE'],
   ];
   for (const [env, name] of cases) {
     const r = spawnSync(process.execPath, [BIN, 'serve'], {
