@@ -2,8 +2,9 @@
  * Event stream clients in their own process: `sse` Server-Sent Events streams and `ws` WebSocket
  * subscriptions, all opened after `after` on one organization with no filter. Prints
  * `{"ready":true,"port":0}` once every client is open (SSE: the 200 arrived; WebSocket: `subscribed`
- * came back), then waits for a line `{"until":SEQ}` on stdin and for every client to hold every
- * sequence up to SEQ; prints the result and exits.
+ * came back), then waits for a line `{"until":SEQ,"measureAfter":SEQ0}` on stdin and for every client
+ * to hold every sequence up to SEQ; prints the result and exits. Latency figures are over the events
+ * after SEQ0 (the warm-up's events before it are summarized apart).
  *
  * Checked per client: each event's seq is the one after the previous (no gap, no repeat). Latency:
  * the time an event arrived minus its `occurred_at` (for a move, the JetStream time of the scan
@@ -44,6 +45,8 @@ export interface EventClientsResult {
   /** CPU this process used from the moment every client was open to the last event, in cores. */
   busy_cores: number;
   latency: { p50: number; p99: number; max: number; mean: number; count: number };
+  /** The same over the warm-up's events (up to `measureAfter`), when there was one. */
+  warmup_latency?: { p50: number; p99: number; max: number; mean: number; count: number };
   /** With `arrivals`: [occurred_at ms, first arrival ms, events] over the measured clients. */
   arrivals?: [number, number, number][];
 }
@@ -58,6 +61,7 @@ interface Client {
 const spec = JSON.parse(fs.readFileSync(specArg(), 'utf8')) as EventClientsSpec;
 const clients: Client[] = [];
 const latencies = new Float64Array(4_000_000);
+const latencySeqs = new Float64Array(latencies.length);
 let latencyCount = 0;
 const arrivals = new Map<number, [number, number]>();
 const SEQ = /"seq":(\d+)/;
@@ -71,6 +75,7 @@ function receive(client: Client, seq: number, text: string | undefined, at: numb
   const occurred = OCCURRED.exec(text);
   if (occurred === null) return;
   const time = Date.parse(occurred[1]!);
+  latencySeqs[latencyCount] = seq;
   latencies[latencyCount++] = at - time;
   if (!spec.arrivals) return;
   const seen = arrivals.get(time);
@@ -142,10 +147,10 @@ const readyAt = performance.now();
 const cpuAtReady = process.cpuUsage();
 
 const lines = readline.createInterface({ input: process.stdin });
-const until = await new Promise<number>((resolve) => {
+const { until, measureAfter } = await new Promise<{ until: number; measureAfter: number }>((resolve) => {
   lines.on('line', (line) => {
-    const m = JSON.parse(line) as { until?: number };
-    if (m.until !== undefined) resolve(m.until);
+    const m = JSON.parse(line) as { until?: number; measureAfter?: number };
+    if (m.until !== undefined) resolve({ until: m.until, measureAfter: m.measureAfter ?? spec.after });
   });
 });
 const deadline = Date.now() + spec.timeoutMs;
@@ -153,6 +158,15 @@ while (clients.some((c) => c.last < until && !c.closed) && Date.now() < deadline
 const cpu = process.cpuUsage(cpuAtReady);
 const busyCores = (cpu.user + cpu.system) / 1000 / (performance.now() - readyAt);
 const expected = until - spec.after;
+/** The latencies of the events in (from, to], and how many. */
+function latenciesOf(from: number, to: number): [Float64Array, number] {
+  const picked = new Float64Array(latencyCount);
+  let n = 0;
+  for (let i = 0; i < latencyCount; i++) if (latencySeqs[i]! > from && latencySeqs[i]! <= to) picked[n++] = latencies[i]!;
+  return [picked, n];
+}
+const [measured, measuredCount] = latenciesOf(measureAfter, Infinity);
+const [warmup, warmupCount] = latenciesOf(spec.after, measureAfter);
 const result: EventClientsResult = {
   clients: clients.length,
   sse: spec.sse,
@@ -164,7 +178,8 @@ const result: EventClientsResult = {
   out_of_order: clients.reduce((n, c) => n + c.outOfOrder, 0),
   closed_early: clients.filter((c) => c.closed).length,
   busy_cores: Math.round(busyCores * 100) / 100,
-  latency: { ...summarize(latencies, latencyCount), count: latencyCount },
+  latency: { ...summarize(measured, measuredCount), count: measuredCount },
+  warmup_latency: warmupCount > 0 ? { ...summarize(warmup, warmupCount), count: warmupCount } : undefined,
   arrivals: spec.arrivals ? [...arrivals].map(([time, [at, events]]) => [time, at, events]) : undefined,
 };
 process.stdout.write(`${JSON.stringify({ result })}\n`);

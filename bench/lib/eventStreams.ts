@@ -15,7 +15,8 @@ export async function eventHead(ctx: BenchContext): Promise<number> {
 
 /** Stream clients opened (in their own process, `eventClients.js`); `finish` hands them the last seq to wait for. */
 export interface OpenClients {
-  finish(until: number): Promise<EventClientsResult>;
+  /** Latency figures over the events after `measureAfter` (default: all of them). */
+  finish(until: number, measureAfter?: number): Promise<EventClientsResult>;
   stop(): Promise<void>;
 }
 
@@ -46,9 +47,9 @@ export async function openEventClients(
     });
   await line('ready');
   return {
-    async finish(until) {
+    async finish(until, measureAfter) {
       const done = line('result');
-      child.stdin!.write(`${JSON.stringify({ until })}\n`);
+      child.stdin!.write(`${JSON.stringify({ until, measureAfter })}\n`);
       return (await done).result as EventClientsResult;
     },
     stop: () => stopChild(child),

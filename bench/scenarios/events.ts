@@ -27,6 +27,8 @@ const loadAverage = () => Math.round(os.loadavg()[0]! * 10) / 10;
  * made it, on this machine's clock). Beside it, in the same run and under the same load, the
  * publisher's publish-to-visible probes (the report polled every 20 ms): the event cannot be
  * earlier than the commit that the report shows. The client must get every event, once, in order.
+ * Before the measured window, the bench's warm-up (`--warmup`, as for the HTTP scenarios): the same
+ * workload for that long, its events checked and their latency reported apart (`warmup_p99_ms`).
  */
 function latencyScenario(transport: 'sse' | 'ws'): CustomScenario {
   const NAME = `events-${transport}-latency`;
@@ -52,6 +54,17 @@ function latencyScenario(transport: 'sse' | 'ws'): CustomScenario {
         arrivals: stageLog !== undefined,
       });
       try {
+        // The bench's warm-up, as the HTTP scenarios have theirs: the same workload at the same pace
+        // with the client streaming, its events received and checked but not in the figures (summarized apart).
+        let measureAfter = after;
+        const warmupMessages = Math.round(LATENCY_MSGS_PER_S * ctx.options.warmupSeconds);
+        if (warmupMessages > 0) {
+          const warm = await publish(ctx, fieldPlan(ctx, READS, warmupMessages, `events-${transport}-warmup`), {
+            ratePerSecond: LATENCY_MSGS_PER_S,
+          });
+          await waitVisible(ctx, warm.last.asset, warm.last.observedAt, 60_000);
+          measureAfter = await eventHead(ctx);
+        }
         const messages = Math.max(20, Math.round(LATENCY_MSGS_PER_S * ctx.options.durationSeconds));
         const published = await publish(ctx, fieldPlan(ctx, READS, messages, `events-${transport}`), {
           ratePerSecond: LATENCY_MSGS_PER_S,
@@ -59,7 +72,7 @@ function latencyScenario(transport: 'sse' | 'ws'): CustomScenario {
         });
         await waitVisible(ctx, published.last.asset, published.last.observedAt, 60_000);
         const load = loadAverage();
-        const got = await clients.finish(await eventHead(ctx));
+        const got = await clients.finish(await eventHead(ctx), measureAfter);
         checkComplete(NAME, got);
         const visible = published.probes;
         if (stageLog !== undefined)
@@ -79,6 +92,10 @@ function latencyScenario(transport: 'sse' | 'ws'): CustomScenario {
             offered_reads_per_s: LATENCY_MSGS_PER_S * READS,
             publisher_max_behind_ms: published.max_behind_ms,
             events: got.expected_per_client,
+            measured_events: got.latency.count,
+            warmup_s: ctx.options.warmupSeconds,
+            warmup_p99_ms: got.warmup_latency?.p99 ?? NaN,
+            warmup_max_ms: got.warmup_latency?.max ?? NaN,
             visible_p50_ms: visible?.p50 ?? NaN,
             visible_p99_ms: visible?.p99 ?? NaN,
             p99_over_visible_p99: visible === undefined ? NaN : Math.round((got.latency.p99 / visible.p99) * 100) / 100,
