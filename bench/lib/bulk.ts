@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import Database from 'better-sqlite3';
 import type { Knex } from 'knex';
-import { eventLogSequence, walksTable } from '../../src/bulk/export.js';
+import { eventLogSequence, walksReport, walksTable } from '../../src/bulk/export.js';
 import { raiseWriterCache } from '../../src/bulk/writerCache.js';
 import { ControlPlane } from '../../src/control/controlPlane.js';
 import { addLowerFunction } from '../../src/masterdata/filters.js';
@@ -214,25 +214,24 @@ export async function exportOnce(base: string, token: string, urlPath: string, p
   }
 }
 
-/** The org's last event-log sequence, read from its shard file (read-only, beside the running trackd). */
-export function eventSequence(shardFile: string, orgId: number): number {
+/** `read` on a read-only connection to a shard file, beside the running trackd. */
+function onShardFile<T>(shardFile: string, read: (db: Database.Database) => T): T {
   const db = new Database(shardFile, { readonly: true, fileMustExist: true });
   try {
-    return eventLogSequence(db, orgId);
+    return read(db);
   } finally {
     db.close();
   }
 }
 
+/** The org's last event-log sequence, read from its shard file. */
+export const eventSequence = (shardFile: string, orgId: number): number => onShardFile(shardFile, (db) => eventLogSequence(db, orgId));
+
+/** Whether trackd's unfiltered report export of the org walks scan_positions (walksReport), read as trackd reads it. */
+export const exportWalksReport = (shardFile: string, orgId: number): boolean => onShardFile(shardFile, (db) => walksReport(db, orgId, {}));
+
 /** Whether trackd's unfiltered asset export of the org walks the table (walksTable), read as trackd reads it. */
-export function exportWalksTable(shardFile: string, orgId: number): boolean {
-  const db = new Database(shardFile, { readonly: true, fileMustExist: true });
-  try {
-    return walksTable(db, orgId, {});
-  } finally {
-    db.close();
-  }
-}
+export const exportWalksTable = (shardFile: string, orgId: number): boolean => onShardFile(shardFile, (db) => walksTable(db, orgId, {}));
 
 /**
  * Import ceiling: the CSV's rows inserted straight into a fresh shard file (same schema and

@@ -31,7 +31,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { assetExportSql } from '../../src/bulk/export.js';
+import { assetExportSql, reportExportSql } from '../../src/bulk/export.js';
 import {
   assetInsertCeiling,
   cpuSeconds,
@@ -88,7 +88,12 @@ if (values['export-only'] === true) {
 
 /** The export-only A/B on kept files (see the header). */
 async function exportOnly(kept: string): Promise<void> {
-  const { orgId, token } = JSON.parse(fs.readFileSync(path.join(kept, 'probe.json'), 'utf8')) as { orgId: number; token: string };
+  // reportToken (a key with tracking:read, added by hand beside scan positions written into the kept shard): the report's export too.
+  const { orgId, token, reportToken } = JSON.parse(fs.readFileSync(path.join(kept, 'probe.json'), 'utf8')) as {
+    orgId: number;
+    token: string;
+    reportToken?: string;
+  };
   const roots = (values['trackd-roots'] ?? ROOT).split(',');
   const rounds = Number(values.rounds ?? 3);
   const shardFile = path.join(kept, 'data', 'shards', 'shard-0.sqlite');
@@ -117,11 +122,19 @@ async function exportOnly(kept: string): Promise<void> {
       });
       let ndjson: Awaited<ReturnType<typeof exportOnce>>;
       let csv: Awaited<ReturnType<typeof exportOnce>>;
+      let report: Awaited<ReturnType<typeof exportOnce>>[] = [];
       try {
         // The first read of a file after the start warms the page cache and the statement for both builds alike.
         await exportOnce(trackd.url, token, '/api/v1/assets/export', trackd.child.pid!);
         ndjson = await exportOnce(trackd.url, token, '/api/v1/assets/export', trackd.child.pid!);
         csv = await exportOnce(trackd.url, token, '/api/v1/assets/export', trackd.child.pid!, 'text/csv');
+        if (reportToken !== undefined) {
+          const url = '/api/v1/reports/asset-locations/export';
+          report = [
+            await exportOnce(trackd.url, reportToken, url, trackd.child.pid!),
+            await exportOnce(trackd.url, reportToken, url, trackd.child.pid!, 'text/csv'),
+          ];
+        }
       } finally {
         await trackd.stop();
         await nats.stop();
@@ -131,6 +144,16 @@ async function exportOnly(kept: string): Promise<void> {
         assetExportSql(orgId, {}, 'ndjson', Date.now(), walk),
         (row: { line: string }) => row.line,
       );
+      // The report's ceiling as the bench's export scenario defines it: its statement, each row as JSON.stringify of the raw row.
+      const reportCeiling =
+        reportToken === undefined
+          ? undefined
+          : selectToDevNull(shardFile, reportExportSql(orgId, {}, Date.now(), true), (row) => JSON.stringify(row));
+      // The same by the org's index (what trackd ran before walksReport), sorted before its first row.
+      const reportIndexCeiling =
+        reportToken === undefined
+          ? undefined
+          : selectToDevNull(shardFile, reportExportSql(orgId, {}, Date.now(), false), (row) => JSON.stringify(row));
       const run = {
         round: r + 1,
         trackd_root: root,
@@ -141,6 +164,17 @@ async function exportOnly(kept: string): Promise<void> {
         csv: figure(csv),
         ceiling_select_to_dev_null_rows_per_s: round(ceiling.rows / ceiling.seconds),
         ceiling_cpu_seconds_per_1m_rows: Math.round((ceiling.cpuSeconds / ceiling.rows) * 1e6 * 100) / 100,
+        ...(reportCeiling === undefined
+          ? {}
+          : {
+              report_ndjson: figure(report[0]!),
+              report_csv: figure(report[1]!),
+              report_ceiling_rows_per_s: round(reportCeiling.rows / reportCeiling.seconds),
+              report_ceiling_cpu_seconds_per_1m_rows: Math.round((reportCeiling.cpuSeconds / reportCeiling.rows) * 1e6 * 100) / 100,
+              report_ceiling_by_index_rows_per_s: round(reportIndexCeiling!.rows / reportIndexCeiling!.seconds),
+              report_ceiling_by_index_cpu_seconds_per_1m_rows:
+                Math.round((reportIndexCeiling!.cpuSeconds / reportIndexCeiling!.rows) * 1e6 * 100) / 100,
+            }),
         load_average: os.loadavg().map((x) => Math.round(x * 100) / 100),
       };
       runs.push(run);

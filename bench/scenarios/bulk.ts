@@ -8,6 +8,7 @@ import {
   cpuSeconds,
   eventSequence,
   exportOnce,
+  exportWalksReport,
   exportWalksTable,
   fileReadCeiling,
   importFile,
@@ -231,7 +232,12 @@ export const exportScenario: CustomScenario = {
     if (report.rows % ctx.dataset.scannedAssets !== 0)
       throw new Error(`export: ${report.rows} report lines, not a multiple of the ${ctx.dataset.scannedAssets} scanned assets`);
     const reportCeiling = ceilingRepeated(
-      () => selectToDevNull(ctx.dataset.shardFile, reportExportSql(ctx.dataset.orgId, {}, Date.now()), (row) => JSON.stringify(row)),
+      () =>
+        selectToDevNull(
+          ctx.dataset.shardFile,
+          reportExportSql(ctx.dataset.orgId, {}, Date.now(), exportWalksReport(ctx.dataset.shardFile, ctx.dataset.orgId)),
+          (row) => JSON.stringify(row),
+        ),
       2,
     );
     const rate = assets.rows / assets.seconds;
