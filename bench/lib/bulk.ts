@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import Database from 'better-sqlite3';
 import type { Knex } from 'knex';
-import { eventLogSequence, walksTable } from '../../src/bulk/export.js';
+import { eventLogSequence, walksReport, walksTable } from '../../src/bulk/export.js';
 import { raiseWriterCache } from '../../src/bulk/writerCache.js';
 import { ControlPlane } from '../../src/control/controlPlane.js';
 import { addLowerFunction } from '../../src/masterdata/filters.js';
@@ -174,18 +174,23 @@ export interface ExportFigure {
   rssMaxMb: number;
   /** Trackd-Event-Sequence of the answer. */
   sequence: number | undefined;
+  /** trackd's CPU seconds (user + system, every thread, from /proc) from the request to the body's end. */
+  trackdCpuSeconds: number;
 }
 
-/** GET an export (NDJSON) and read it to its end, counting lines, while sampling trackd's resident memory. */
-export async function exportOnce(base: string, token: string, urlPath: string, pid: number): Promise<ExportFigure> {
+/** GET an export (NDJSON, or CSV by `accept`) and read it to its end, counting lines, while sampling trackd's resident memory. */
+export async function exportOnce(base: string, token: string, urlPath: string, pid: number, accept?: string): Promise<ExportFigure> {
   const rssBeforeMb = rssMb(pid);
+  const cpuBefore = cpuSeconds(pid);
   let rssMaxMb = rssBeforeMb;
   const sampler = setInterval(() => {
     rssMaxMb = Math.max(rssMaxMb, rssMb(pid));
   }, 100);
   try {
     const started = performance.now();
-    const res = await request(`${base}${urlPath}`, { headers: { authorization: `Bearer ${token}` } });
+    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+    if (accept !== undefined) headers.accept = accept;
+    const res = await request(`${base}${urlPath}`, { headers });
     if (res.statusCode !== 200) throw new Error(`export ${urlPath} answered ${res.statusCode}: ${(await text(res)).slice(0, 300)}`);
     let rows = 0;
     let bytes = 0;
@@ -202,31 +207,31 @@ export async function exportOnce(base: string, token: string, urlPath: string, p
       rssBeforeMb: Math.round(rssBeforeMb),
       rssMaxMb: Math.round(Math.max(rssMaxMb, rssMb(pid))),
       sequence: typeof sequence === 'string' ? Number(sequence) : undefined,
+      trackdCpuSeconds: cpuSeconds(pid) - cpuBefore,
     };
   } finally {
     clearInterval(sampler);
   }
 }
 
-/** The org's last event-log sequence, read from its shard file (read-only, beside the running trackd). */
-export function eventSequence(shardFile: string, orgId: number): number {
+/** `read` on a read-only connection to a shard file, beside the running trackd. */
+function onShardFile<T>(shardFile: string, read: (db: Database.Database) => T): T {
   const db = new Database(shardFile, { readonly: true, fileMustExist: true });
   try {
-    return eventLogSequence(db, orgId);
+    return read(db);
   } finally {
     db.close();
   }
 }
 
+/** The org's last event-log sequence, read from its shard file. */
+export const eventSequence = (shardFile: string, orgId: number): number => onShardFile(shardFile, (db) => eventLogSequence(db, orgId));
+
+/** Whether trackd's unfiltered report export of the org walks scan_positions (walksReport), read as trackd reads it. */
+export const exportWalksReport = (shardFile: string, orgId: number): boolean => onShardFile(shardFile, (db) => walksReport(db, orgId, {}));
+
 /** Whether trackd's unfiltered asset export of the org walks the table (walksTable), read as trackd reads it. */
-export function exportWalksTable(shardFile: string, orgId: number): boolean {
-  const db = new Database(shardFile, { readonly: true, fileMustExist: true });
-  try {
-    return walksTable(db, orgId, {});
-  } finally {
-    db.close();
-  }
-}
+export const exportWalksTable = (shardFile: string, orgId: number): boolean => onShardFile(shardFile, (db) => walksTable(db, orgId, {}));
 
 /**
  * Import ceiling: the CSV's rows inserted straight into a fresh shard file (same schema and
@@ -276,13 +281,14 @@ export function selectToDevNull(
   shardFile: string,
   statement: Knex.QueryBuilder,
   line: (row: any) => string,
-): { rows: number; seconds: number } {
+): { rows: number; seconds: number; cpuSeconds: number } {
   const db = new Database(shardFile, { readonly: true, fileMustExist: true });
   addLowerFunction(db);
   const out = fs.openSync('/dev/null', 'w');
   try {
     const native = statement.toSQL().toNative();
     const started = performance.now();
+    const cpu = process.cpuUsage();
     db.exec('BEGIN');
     let rows = 0;
     let piece = '';
@@ -296,7 +302,8 @@ export function selectToDevNull(
     }
     fs.writeSync(out, piece);
     db.exec('COMMIT');
-    return { rows, seconds: (performance.now() - started) / 1000 };
+    const used = process.cpuUsage(cpu);
+    return { rows, seconds: (performance.now() - started) / 1000, cpuSeconds: (used.user + used.system) / 1e6 };
   } finally {
     fs.closeSync(out);
     db.close();

@@ -2,6 +2,13 @@
  * Bulk import and export through the HTTP jobs (issue 16), each beside a ceiling measured in the same run:
  *
  *   node dist/bench/probes/bulk.js [--rows 1000000] [--out bench/results/bulk.json] [--cpu-prof-dir DIR] [--trackd-root DIR]
+ *       [--data-dir DIR [--export-only --trackd-roots A,B --rounds 3]]
+ *
+ * `--data-dir`: the run's files (CSV, trackd's DATA_DIR, NATS store, the org and key in probe.json)
+ * go there and are kept; a later run with `--export-only` skips the import and measures only the
+ * export of that org: for each round, for each of `--trackd-roots` (default this worktree), trackd
+ * started on the kept files, the assets exported as NDJSON then CSV, then the ceilings in this
+ * process (interleaved A/B of builds on the same rows, one trackd per build and round).
  *
  * `--trackd-root`: the worktree whose build (bin/trackd.js, dist/) runs as trackd (a before/after of
  * two builds with the same probe); this one's by default.
@@ -24,12 +31,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { assetExportSql } from '../../src/bulk/export.js';
+import { assetExportSql, reportExportSql } from '../../src/bulk/export.js';
 import {
   assetInsertCeiling,
   cpuSeconds,
   threadCpuSeconds,
   exportOnce,
+  exportWalksTable,
   importFile,
   readLoop,
   readsFor,
@@ -42,7 +50,16 @@ import { machine, ROOT } from '../lib/processes.js';
 import { startBenchNats, TrackdProcess } from '../lib/trackd.js';
 
 const { values } = parseArgs({
-  options: { rows: { type: 'string' }, out: { type: 'string' }, 'cpu-prof-dir': { type: 'string' }, 'trackd-root': { type: 'string' } },
+  options: {
+    rows: { type: 'string' },
+    out: { type: 'string' },
+    'cpu-prof-dir': { type: 'string' },
+    'trackd-root': { type: 'string' },
+    'data-dir': { type: 'string' },
+    'export-only': { type: 'boolean' },
+    'trackd-roots': { type: 'string' },
+    rounds: { type: 'string' },
+  },
 });
 const ROWS = Number(values.rows ?? 1_000_000);
 const OUT = values.out ?? path.join(ROOT, 'bench', 'results', 'bulk.json');
@@ -62,7 +79,123 @@ function percentiles(latencies: number[]): { reads: number; p50_ms: number; p99_
   return { reads: latencies.length, p50_ms: s.p50, p99_ms: s.p99, max_ms: s.max };
 }
 
-const work = fs.mkdtempSync(path.join(os.tmpdir(), 'trackd-bulk-bench-'));
+const KEPT = values['data-dir'] === undefined ? undefined : path.resolve(values['data-dir']);
+if (values['export-only'] === true) {
+  if (KEPT === undefined) throw new Error('--export-only needs --data-dir of an earlier run');
+  await exportOnly(KEPT);
+  process.exit(0);
+}
+
+/** The export-only A/B on kept files (see the header). */
+async function exportOnly(kept: string): Promise<void> {
+  // reportToken (a key with tracking:read, added by hand beside scan positions written into the kept shard): the report's export too.
+  const { orgId, token, reportToken } = JSON.parse(fs.readFileSync(path.join(kept, 'probe.json'), 'utf8')) as {
+    orgId: number;
+    token: string;
+    reportToken?: string;
+  };
+  const roots = (values['trackd-roots'] ?? ROOT).split(',');
+  const rounds = Number(values.rounds ?? 3);
+  const shardFile = path.join(kept, 'data', 'shards', 'shard-0.sqlite');
+  const walk = exportWalksTable(shardFile, orgId);
+  const loadBefore = os.loadavg().map((x) => Math.round(x * 100) / 100);
+  const runs: Record<string, unknown>[] = [];
+  const figure = (e: Awaited<ReturnType<typeof exportOnce>>) => ({
+    rows_per_s: round(e.rows / e.seconds),
+    rows: e.rows,
+    bytes: e.bytes,
+    seconds: Math.round(e.seconds * 100) / 100,
+    trackd_cpu_seconds: Math.round(e.trackdCpuSeconds * 100) / 100,
+    trackd_cpu_seconds_per_1m_rows: Math.round((e.trackdCpuSeconds / e.rows) * 1e6 * 100) / 100,
+    trackd_rss_mb_before: e.rssBeforeMb,
+    trackd_rss_mb_max_during: e.rssMaxMb,
+  });
+  for (let r = 0; r < rounds; r++) {
+    for (const root of roots) {
+      const nats = await startBenchNats(path.join(kept, 'nats'));
+      const trackd = await TrackdProcess.start({
+        dataDir: path.join(kept, 'data'),
+        natsUrl: nats.url,
+        env: { SHARDS: '1', HTTP_THREADS: '2' },
+        nodeArgs: values['cpu-prof-dir'] === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', path.resolve(values['cpu-prof-dir'])],
+        bin: path.join(root, 'bin', 'trackd.js'),
+      });
+      let ndjson: Awaited<ReturnType<typeof exportOnce>>;
+      let csv: Awaited<ReturnType<typeof exportOnce>>;
+      let report: Awaited<ReturnType<typeof exportOnce>>[] = [];
+      try {
+        // The first read of a file after the start warms the page cache and the statement for both builds alike.
+        await exportOnce(trackd.url, token, '/api/v1/assets/export', trackd.child.pid!);
+        ndjson = await exportOnce(trackd.url, token, '/api/v1/assets/export', trackd.child.pid!);
+        csv = await exportOnce(trackd.url, token, '/api/v1/assets/export', trackd.child.pid!, 'text/csv');
+        if (reportToken !== undefined) {
+          const url = '/api/v1/reports/asset-locations/export';
+          report = [
+            await exportOnce(trackd.url, reportToken, url, trackd.child.pid!),
+            await exportOnce(trackd.url, reportToken, url, trackd.child.pid!, 'text/csv'),
+          ];
+        }
+      } finally {
+        await trackd.stop();
+        await nats.stop();
+      }
+      const ceiling = selectToDevNull(
+        shardFile,
+        assetExportSql(orgId, {}, 'ndjson', Date.now(), walk),
+        (row: { line: string }) => row.line,
+      );
+      // The report's ceiling as the bench's export scenario defines it: its statement, each row as JSON.stringify of the raw row.
+      const reportCeiling =
+        reportToken === undefined
+          ? undefined
+          : selectToDevNull(shardFile, reportExportSql(orgId, {}, Date.now(), true), (row) => JSON.stringify(row));
+      // The same by the org's index (what trackd ran before walksReport), sorted before its first row.
+      const reportIndexCeiling =
+        reportToken === undefined
+          ? undefined
+          : selectToDevNull(shardFile, reportExportSql(orgId, {}, Date.now(), false), (row) => JSON.stringify(row));
+      const run = {
+        round: r + 1,
+        trackd_root: root,
+        ndjson: {
+          ...figure(ndjson),
+          vs_ceiling: Math.round((ndjson.rows / ndjson.seconds / (ceiling.rows / ceiling.seconds)) * 100) / 100,
+        },
+        csv: figure(csv),
+        ceiling_select_to_dev_null_rows_per_s: round(ceiling.rows / ceiling.seconds),
+        ceiling_cpu_seconds_per_1m_rows: Math.round((ceiling.cpuSeconds / ceiling.rows) * 1e6 * 100) / 100,
+        ...(reportCeiling === undefined
+          ? {}
+          : {
+              report_ndjson: figure(report[0]!),
+              report_csv: figure(report[1]!),
+              report_ceiling_rows_per_s: round(reportCeiling.rows / reportCeiling.seconds),
+              report_ceiling_cpu_seconds_per_1m_rows: Math.round((reportCeiling.cpuSeconds / reportCeiling.rows) * 1e6 * 100) / 100,
+              report_ceiling_by_index_rows_per_s: round(reportIndexCeiling!.rows / reportIndexCeiling!.seconds),
+              report_ceiling_by_index_cpu_seconds_per_1m_rows:
+                Math.round((reportIndexCeiling!.cpuSeconds / reportIndexCeiling!.rows) * 1e6 * 100) / 100,
+            }),
+        load_average: os.loadavg().map((x) => Math.round(x * 100) / 100),
+      };
+      runs.push(run);
+      process.stderr.write(`${JSON.stringify(run)}\n`);
+    }
+  }
+  const result = {
+    probe: 'bulk --export-only',
+    data_dir: kept,
+    walks_table: walk,
+    machine: machine(),
+    load_average_before: loadBefore,
+    load_average_after: os.loadavg().map((x) => Math.round(x * 100) / 100),
+    runs,
+  };
+  fs.writeFileSync(OUT, `${JSON.stringify(result, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+const work = KEPT ?? fs.mkdtempSync(path.join(os.tmpdir(), 'trackd-bulk-bench-'));
+if (KEPT !== undefined) fs.mkdirSync(KEPT, { recursive: true });
 try {
   const csv = path.join(work, 'assets.csv');
   const csvBytes = writeAssetCsv(csv, ROWS);
@@ -82,6 +215,7 @@ try {
     '--env',
     'production',
   ]);
+  fs.writeFileSync(path.join(work, 'probe.json'), JSON.stringify({ orgId: org.id, token }));
   const profDir = values['cpu-prof-dir'];
   const trackd = await TrackdProcess.start({
     dataDir,
@@ -123,9 +257,11 @@ try {
     await trackd.stop();
     await nats.stop();
   }
+  // The statement trackd ran (walksTable: by the table when the org is most of the shard).
+  const shardFile = path.join(dataDir, 'shards', 'shard-0.sqlite');
   const exported0 = selectToDevNull(
-    path.join(dataDir, 'shards', 'shard-0.sqlite'),
-    assetExportSql(org.id, {}, 'ndjson', Date.now()),
+    shardFile,
+    assetExportSql(org.id, {}, 'ndjson', Date.now(), exportWalksTable(shardFile, org.id)),
     (row: { line: string }) => row.line,
   );
   const exportCeilingRate = exported0.rows / exported0.seconds;
@@ -185,5 +321,5 @@ try {
   fs.writeFileSync(OUT, `${JSON.stringify(result, null, 2)}\n`);
   process.stdout.write(`${JSON.stringify(result)}\n`);
 } finally {
-  fs.rmSync(work, { recursive: true, force: true });
+  if (KEPT === undefined) fs.rmSync(work, { recursive: true, force: true });
 }

@@ -8,6 +8,7 @@ import {
   cpuSeconds,
   eventSequence,
   exportOnce,
+  exportWalksReport,
   exportWalksTable,
   fileReadCeiling,
   importFile,
@@ -163,11 +164,20 @@ export const importScenario: CustomScenario = {
 
 /** Exports `urlPath` again and again until `minSeconds` passed (a small report is over in milliseconds); rows/s over all of them. */
 async function exportRepeated(base: string, token: string, urlPath: string, pid: number, minSeconds: number): Promise<ExportFigure> {
-  const total: ExportFigure = { seconds: 0, rows: 0, bytes: 0, rssBeforeMb: Number.POSITIVE_INFINITY, rssMaxMb: 0, sequence: undefined };
+  const total: ExportFigure = {
+    seconds: 0,
+    rows: 0,
+    bytes: 0,
+    rssBeforeMb: Number.POSITIVE_INFINITY,
+    rssMaxMb: 0,
+    sequence: undefined,
+    trackdCpuSeconds: 0,
+  };
   do {
     const one = await exportOnce(base, token, urlPath, pid);
     total.seconds += one.seconds;
     total.rows += one.rows;
+    total.trackdCpuSeconds += one.trackdCpuSeconds;
     total.bytes += one.bytes;
     total.rssBeforeMb = Math.min(total.rssBeforeMb, one.rssBeforeMb);
     total.rssMaxMb = Math.max(total.rssMaxMb, one.rssMaxMb);
@@ -222,7 +232,12 @@ export const exportScenario: CustomScenario = {
     if (report.rows % ctx.dataset.scannedAssets !== 0)
       throw new Error(`export: ${report.rows} report lines, not a multiple of the ${ctx.dataset.scannedAssets} scanned assets`);
     const reportCeiling = ceilingRepeated(
-      () => selectToDevNull(ctx.dataset.shardFile, reportExportSql(ctx.dataset.orgId, {}, Date.now()), (row) => JSON.stringify(row)),
+      () =>
+        selectToDevNull(
+          ctx.dataset.shardFile,
+          reportExportSql(ctx.dataset.orgId, {}, Date.now(), exportWalksReport(ctx.dataset.shardFile, ctx.dataset.orgId)),
+          (row) => JSON.stringify(row),
+        ),
       2,
     );
     const rate = assets.rows / assets.seconds;

@@ -80,6 +80,7 @@ export function reportBase(
   f: Omit<ReportFilters, 'sort' | 'limit' | 'offset'>,
   now: number,
   joinAssets = false,
+  walkTable = false,
 ): Knex.QueryBuilder {
   const includeDeleted = f.include_deleted === true;
   const q = f.q !== undefined && f.q !== '' ? f.q : undefined;
@@ -98,7 +99,9 @@ export function reportBase(
             sqlBuilder.raw(`${textIndexTable('assets')}(?) AS tm CROSS JOIN scan_positions AS p ON p.asset_id = tm.rowid`, [indexed.match]),
           )
           .where('p.org_id', orgId)
-      : orgQuery('scan_positions', 'p', orgId);
+      : walkTable
+        ? sqlBuilder.from(sqlBuilder.raw('scan_positions AS p NOT INDEXED')).where('p.org_id', orgId)
+        : orgQuery('scan_positions', 'p', orgId);
   base
     .whereRaw('+p.asset_valid_from <= ?', [now])
     .andWhere((w: Knex.QueryBuilder) => w.whereNull('p.asset_valid_to').orWhere('p.asset_valid_to', '>', now));
