@@ -27,16 +27,32 @@ export interface SnapshotInfo {
   takenAt: string;
 }
 
-async function withBucket<T>(settings: JournalSettings, use: (bucket: ObjectStore, jsm: JetStreamManager) => Promise<T>): Promise<T> {
+/** A snapshot request's timeout: the first attempt of a restore waits less (below). */
+const REQUEST_TIMEOUT_MS = 10_000;
+/**
+ * A restore's request timeout for its first RESTORE_SHORT_ATTEMPTS attempts (then REQUEST_TIMEOUT_MS,
+ * twice more). A request to a stream whose leader has just died goes unanswered until the election
+ * (5 to 7 s on nats-server 2.9): measured from a kill -9 of the bucket's leader, a restore took
+ * 10.55 s with 10 s for every attempt, 6.6 or 14.6 s with 2 s doubled at each attempt, 6.6 to 8.6 s
+ * with 2 s each (docs/cluster.md).
+ */
+const RESTORE_SHORT_TIMEOUT_MS = 2_000;
+const RESTORE_SHORT_ATTEMPTS = 4;
+
+async function withBucket<T>(
+  settings: JournalSettings,
+  use: (bucket: ObjectStore, jsm: JetStreamManager) => Promise<T>,
+  timeoutMs = REQUEST_TIMEOUT_MS,
+): Promise<T> {
   const nc: NatsConnection = await connectNats(settings.natsUrl, 'trackd-snapshots', { reconnect: false, noAsyncTraces: true });
   try {
-    // 10 s, not the admin 30: a request lost with a server that died is retried sooner.
-    const bucket = await new Objm(jetstream(nc, { timeout: 10_000 })).create(SNAPSHOT_BUCKET, {
+    // Not the admin 30 s: a request lost with a server that died is retried sooner.
+    const bucket = await new Objm(jetstream(nc, { timeout: timeoutMs })).create(SNAPSHOT_BUCKET, {
       storage: StorageType.File,
       replicas: settings.replicas,
     });
     await streamWithLeader(await jetstreamManager(nc, ADMIN_OPTIONS), `OBJ_${SNAPSHOT_BUCKET}`);
-    return await use(bucket, await jetstreamManager(nc, { timeout: 10_000 }));
+    return await use(bucket, await jetstreamManager(nc, { timeout: timeoutMs, checkAPI: false }));
   } finally {
     await nc.close();
   }
@@ -208,23 +224,35 @@ export async function restoreSnapshot(
 ): Promise<SnapshotInfo | undefined> {
   if (fs.existsSync(file)) throw new Error(`restore: ${file} exists`);
   const partial = `${file}.restoring`;
-  return retryOnTimeout(() =>
-    withBucket(settings, async (bucket, jsm) => {
-      signal?.throwIfAborted();
-      const info = await bucket.info(snapshotName(index));
-      if (info === null || info.deleted) return undefined;
-      fs.mkdirSync(path.dirname(file), { recursive: true });
-      try {
-        await downloadChunks(jsm, info, partial, signal);
-      } catch (err) {
-        fs.rmSync(partial, { force: true });
-        throw err;
-      }
-      fs.renameSync(partial, file);
-      return infoOf(info.metadata, info.size);
-    }),
-  );
+  let attempts = 0;
+  return retryOnTimeout(() => {
+    const timeoutMs = ++attempts <= RESTORE_SHORT_ATTEMPTS ? RESTORE_SHORT_TIMEOUT_MS : REQUEST_TIMEOUT_MS;
+    return withBucket(
+      settings,
+      async (bucket, jsm) => {
+        for (let attempt = 1; ; attempt++) {
+          signal?.throwIfAborted();
+          const info = await bucket.info(snapshotName(index));
+          if (info === null || info.deleted) return undefined;
+          fs.mkdirSync(path.dirname(file), { recursive: true });
+          try {
+            await downloadChunks(jsm, info, partial, signal);
+          } catch (err) {
+            fs.rmSync(partial, { force: true });
+            // A newer snapshot replaced this one meanwhile (its chunks purged): the newer one is read.
+            if (err instanceof ChunkGone && attempt < 5) continue;
+            throw err;
+          }
+          fs.renameSync(partial, file);
+          return infoOf(info.metadata, info.size);
+        }
+      },
+      timeoutMs,
+    );
+  }, RESTORE_SHORT_ATTEMPTS + 2);
 }
+
+class ChunkGone extends Error {}
 
 /** An object's chunks, in order, written to `file`; throws unless they are all there and match its digest. */
 async function downloadChunks(jsm: JetStreamManager, info: ObjectInfo, file: string, signal?: AbortSignal): Promise<void> {
@@ -239,7 +267,7 @@ async function downloadChunks(jsm: JetStreamManager, info: ObjectInfo, file: str
       // nats-server 2.9 takes next_by_subj with a start sequence (JSApiMsgGetRequest.NextFor); the
       // client's MsgRequest type does not list it.
       const msg = await jsm.streams.getMessage(stream, { seq: seq + 1, next_by_subj: subject } as unknown as MsgRequest);
-      if (msg === null) throw new Error(`snapshot ${info.name}: chunk ${chunk + 1} of ${info.chunks} is gone`);
+      if (msg === null) throw new ChunkGone(`snapshot ${info.name}: chunk ${chunk + 1} of ${info.chunks} is gone`);
       seq = msg.seq;
       hash.update(msg.data);
       await out.write(msg.data);

@@ -131,7 +131,11 @@ t.test('with one nats-server of three killed, a snapshot restore and a journal t
     t.ok(ms < BOUND_MS, `attempt ${attempt}: restore and journal tail read in ${ms} ms (under ${BOUND_MS})`);
     t.equal(restored?.journalPosition, ENTRIES, `attempt ${attempt}: the snapshot's position`);
     t.same(rowsOf(file), expected, `attempt ${attempt}: the restored file holds every row`);
-    t.same(entries, Array.from({ length: ENTRIES }, (_, i) => `entry ${i + 1}`), `attempt ${attempt}: every journal entry, in order`);
+    t.same(
+      entries,
+      Array.from({ length: ENTRIES }, (_, i) => `entry ${i + 1}`),
+      `attempt ${attempt}: every journal entry, in order`,
+    );
     t.equal(messages, SCANS, `attempt ${attempt}: every SCANS message the tail refers to`);
   }
   t.comment(`attempts (ms): ${times.join(', ')}`);
