@@ -7,8 +7,10 @@ import {
   jetstream,
   jetstreamManager,
   type JetStreamClient,
+  type Consumer,
   type JetStreamManager,
   type JsMsg,
+  type OrderedConsumerOptions,
 } from '@nats-io/jetstream';
 import { ADMIN_OPTIONS, connectNats, ensureStream, isApiError, retryOnTimeout } from '../scans/streams.js';
 import { JOURNAL_STREAM, JournalInputsGone, journalSubject, type StreamInputs, type StreamMessage } from './journalEntry.js';
@@ -178,15 +180,16 @@ export async function* readStream(
   if (from < state.first_seq) throw new JournalInputsGone(`${stream} message ${from} is gone (the journal refers to it)`);
   if (last > state.last_seq) throw new Error(`${stream} holds ${state.first_seq}..${state.last_seq}; ${first}..${last} is wanted`);
   const messages = await retryOnTimeout(async () => {
-    const consumer = await js.consumers.get(stream, {
+    const consumer = await hedgedOrderedConsumer(js, stream, {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: from,
       ...(subject === undefined ? {} : { filter_subjects: subject }),
     });
     return consumer.consume({ max_messages: 1000 });
   });
-  // An ordered consumer placed on a server that has died (nats-server before 2.12) may deliver
-  // nothing, and wait for ever: nothing for READ_IDLE_MS ends the read as a timeout, to be retried.
+  // The last resort: an ordered consumer that stops delivering (its re-creation after a reconnect
+  // placed on a server that has died, before 2.12) would wait for ever: nothing for READ_IDLE_MS
+  // ends the read as a timeout, to be retried.
   const watch = new IdleWatch(READ_IDLE_MS, () => void messages.close());
   try {
     for await (const msg of messages) {
@@ -204,3 +207,57 @@ export async function* readStream(
 
 /** A stream read that receives nothing for this long is given up (and retried by its caller). */
 const READ_IDLE_MS = 15_000;
+
+/** How long a consumer's creation may go unanswered before another is asked for beside it. */
+const HEDGE_MS = 500;
+/** Creations asked for at most, HEDGE_MS apart, before the read fails (to be retried by its caller). */
+const HEDGE_ATTEMPTS = 8;
+
+/**
+ * An ordered consumer of `stream`, asked for again beside the first request when that one is not
+ * answered within HEDGE_MS (then every HEDGE_MS), the first answered used and the others deleted as
+ * they answer. nats-server before 2.12 places an ephemeral consumer of a replicated stream on one of
+ * the stream's servers at random, a dead one included (`createGroupForConsumer` and `setPreferred`
+ * in server/jetstream_cluster.go at v2.9.10; fixed by nats-server pull request 7165), and only the
+ * server it is placed on answers its creation: with one server of three down, one creation in three
+ * went unanswered until the client's timeout (5 s), then the read was tried again from the start.
+ * Each request is placed anew, so HEDGE_ATTEMPTS of them all on the dead server is a chance of 3^-8.
+ * A bulk read still goes through one consumer (several times faster than a get by sequence per message).
+ */
+function hedgedOrderedConsumer(js: JetStreamClient, stream: string, options: Partial<OrderedConsumerOptions>): Promise<Consumer> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    let launched = 0;
+    let pending = 0;
+    let timer: NodeJS.Timeout | undefined;
+    const settle = (done: () => void) => {
+      settled = true;
+      clearTimeout(timer);
+      done();
+    };
+    const launch = () => {
+      launched++;
+      pending++;
+      if (launched < HEDGE_ATTEMPTS) timer = setTimeout(launch, HEDGE_MS);
+      js.consumers.get(stream, { ...options }).then(
+        (consumer) => {
+          pending--;
+          if (settled) void consumer.delete().catch(() => undefined);
+          else settle(() => resolve(consumer));
+        },
+        (err: Error) => {
+          pending--;
+          if (settled) return;
+          // A refusal is the stream's (gone, no leader): every request would get it.
+          if (err.name !== 'TimeoutError') settle(() => reject(err));
+          else if (pending === 0 && launched >= HEDGE_ATTEMPTS) settle(() => reject(err));
+          else if (pending === 0) {
+            clearTimeout(timer);
+            launch();
+          }
+        },
+      );
+    };
+    launch();
+  });
+}

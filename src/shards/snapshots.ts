@@ -1,13 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import Database from 'better-sqlite3';
-import { Objm, StorageType, type ObjectStore } from '@nats-io/obj';
+import { Objm, StorageType, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, type JetStreamManager, type MsgRequest } from '@nats-io/jetstream';
 import { ADMIN_OPTIONS, connectNats, retryOnTimeout, streamWithLeader } from '../scans/streams.js';
-import { IdleWatch } from './idleWatch.js';
 import { type JournalSettings, sameJournalStream } from './journal.js';
 import { JOURNAL_STREAM, journalSubject } from './journalEntry.js';
 import { purgeInputs, purgeJournalBelow, type InputPurge } from './retention.js';
@@ -19,8 +18,6 @@ function shardOfSnapshot(name: string): number | undefined {
   const digits = /^shard-(\d+)$/.exec(name)?.[1];
   return digits === undefined ? undefined : Number(digits);
 }
-/** A snapshot download that receives nothing for this long is given up and tried again. */
-const DOWNLOAD_IDLE_MS = 15_000;
 
 /** What a snapshot holds: the shard's state as of this journal position (docs/cluster.md). */
 export interface SnapshotInfo {
@@ -30,16 +27,32 @@ export interface SnapshotInfo {
   takenAt: string;
 }
 
-async function withBucket<T>(settings: JournalSettings, use: (bucket: ObjectStore) => Promise<T>): Promise<T> {
+/** A snapshot request's timeout: the first attempt of a restore waits less (below). */
+const REQUEST_TIMEOUT_MS = 10_000;
+/**
+ * A restore's request timeout for its first RESTORE_SHORT_ATTEMPTS attempts (then REQUEST_TIMEOUT_MS,
+ * twice more). A request to a stream whose leader has just died goes unanswered until the election
+ * (5 to 7 s on nats-server 2.9): measured from a kill -9 of the bucket's leader, a restore took
+ * 10.55 s with 10 s for every attempt, 6.6 or 14.6 s with 2 s doubled at each attempt, 6.6 to 8.6 s
+ * with 2 s each (docs/cluster.md).
+ */
+const RESTORE_SHORT_TIMEOUT_MS = 2_000;
+const RESTORE_SHORT_ATTEMPTS = 4;
+
+async function withBucket<T>(
+  settings: JournalSettings,
+  use: (bucket: ObjectStore, jsm: JetStreamManager) => Promise<T>,
+  timeoutMs = REQUEST_TIMEOUT_MS,
+): Promise<T> {
   const nc: NatsConnection = await connectNats(settings.natsUrl, 'trackd-snapshots', { reconnect: false, noAsyncTraces: true });
   try {
-    // 10 s, not the admin 30: a read whose consumer was placed on a dead server is retried sooner.
-    const bucket = await new Objm(jetstream(nc, { timeout: 10_000 })).create(SNAPSHOT_BUCKET, {
+    // Not the admin 30 s: a request lost with a server that died is retried sooner.
+    const bucket = await new Objm(jetstream(nc, { timeout: timeoutMs })).create(SNAPSHOT_BUCKET, {
       storage: StorageType.File,
       replicas: settings.replicas,
     });
     await streamWithLeader(await jetstreamManager(nc, ADMIN_OPTIONS), `OBJ_${SNAPSHOT_BUCKET}`);
-    return await use(bucket);
+    return await use(bucket, await jetstreamManager(nc, { timeout: timeoutMs, checkAPI: false }));
   } finally {
     await nc.close();
   }
@@ -193,6 +206,14 @@ export async function snapshotPositions(settings: JournalSettings, journalCreate
  * Writes shard `index`'s latest snapshot to `file` (which must not exist); undefined when the shard
  * has none. The file then holds the state as of the snapshot's journal position, which a reconcile
  * brings up to the journal's last entry.
+ *
+ * The chunks are read one by one with `STREAM.MSG.GET` (`next_by_subj` from the previous chunk's
+ * sequence), which the stream's leader answers, and checked against the object's digest: no
+ * consumer. The object store's own reader is an ephemeral consumer, which nats-server before 2.12
+ * places on any of the stream's servers, a dead one included (`createGroupForConsumer` and
+ * `setPreferred` in server/jetstream_cluster.go at v2.9.10): with one server of three down, one
+ * download in three waited for its consumer's creation to time out (10 s) before it was tried
+ * again. Read this way a 32 MB snapshot comes as fast as through the consumer (docs/cluster.md).
  */
 export async function restoreSnapshot(
   settings: JournalSettings,
@@ -203,33 +224,59 @@ export async function restoreSnapshot(
 ): Promise<SnapshotInfo | undefined> {
   if (fs.existsSync(file)) throw new Error(`restore: ${file} exists`);
   const partial = `${file}.restoring`;
-  return retryOnTimeout(() =>
-    withBucket(settings, async (bucket) => {
+  let attempts = 0;
+  return retryOnTimeout(() => {
+    const timeoutMs = ++attempts <= RESTORE_SHORT_ATTEMPTS ? RESTORE_SHORT_TIMEOUT_MS : REQUEST_TIMEOUT_MS;
+    return withBucket(
+      settings,
+      async (bucket, jsm) => {
+        for (let attempt = 1; ; attempt++) {
+          signal?.throwIfAborted();
+          const info = await bucket.info(snapshotName(index));
+          if (info === null || info.deleted) return undefined;
+          fs.mkdirSync(path.dirname(file), { recursive: true });
+          try {
+            await downloadChunks(jsm, info, partial, signal);
+          } catch (err) {
+            fs.rmSync(partial, { force: true });
+            // A newer snapshot replaced this one meanwhile (its chunks purged): the newer one is read.
+            if (err instanceof ChunkGone && attempt < 5) continue;
+            throw err;
+          }
+          fs.renameSync(partial, file);
+          return infoOf(info.metadata, info.size);
+        }
+      },
+      timeoutMs,
+    );
+  }, RESTORE_SHORT_ATTEMPTS + 2);
+}
+
+class ChunkGone extends Error {}
+
+/** An object's chunks, in order, written to `file`; throws unless they are all there and match its digest. */
+async function downloadChunks(jsm: JetStreamManager, info: ObjectInfo, file: string, signal?: AbortSignal): Promise<void> {
+  const stream = `OBJ_${SNAPSHOT_BUCKET}`;
+  const subject = `$O.${SNAPSHOT_BUCKET}.C.${info.nuid}`;
+  const hash = createHash('sha256');
+  const out = await fs.promises.open(file, 'wx');
+  let bytes = 0;
+  try {
+    for (let chunk = 0, seq = 0; chunk < info.chunks; chunk++) {
       signal?.throwIfAborted();
-      const object = await bucket.get(snapshotName(index));
-      if (object === null) return undefined;
-      fs.mkdirSync(path.dirname(file), { recursive: true });
-      // A download whose chunks stop coming (its reader placed on a server that died: nats-server
-      // before 2.12) would wait for ever: nothing for DOWNLOAD_IDLE_MS fails it as a timeout, retried.
-      const idle = new AbortController();
-      const watch = new IdleWatch(DOWNLOAD_IDLE_MS, () => idle.abort());
-      const source = Readable.fromWeb(object.data as never);
-      source.on('data', () => watch.touch());
-      try {
-        await pipeline(source, fs.createWriteStream(partial), {
-          signal: signal === undefined ? idle.signal : AbortSignal.any([signal, idle.signal]),
-        });
-        const failed = await object.error;
-        if (failed) throw failed;
-      } catch (err) {
-        fs.rmSync(partial, { force: true });
-        if (watch.fired && !signal?.aborted) throw watch.timeout(`snapshot download of shard ${index}`);
-        throw err;
-      } finally {
-        watch.stop();
-      }
-      fs.renameSync(partial, file);
-      return infoOf(object.info.metadata, object.info.size);
-    }),
-  );
+      // nats-server 2.9 takes next_by_subj with a start sequence (JSApiMsgGetRequest.NextFor); the
+      // client's MsgRequest type does not list it.
+      const msg = await jsm.streams.getMessage(stream, { seq: seq + 1, next_by_subj: subject } as unknown as MsgRequest);
+      if (msg === null) throw new ChunkGone(`snapshot ${info.name}: chunk ${chunk + 1} of ${info.chunks} is gone`);
+      seq = msg.seq;
+      hash.update(msg.data);
+      await out.write(msg.data);
+      bytes += msg.data.length;
+    }
+  } finally {
+    await out.close();
+  }
+  const digest = info.digest.startsWith('SHA-256=') ? Buffer.from(info.digest.slice('SHA-256='.length), 'base64url') : undefined;
+  if (bytes !== info.size || digest === undefined || !digest.equals(hash.digest()))
+    throw new Error(`snapshot ${info.name}: ${bytes} bytes read of ${info.size}, or not the digest stored (${info.digest})`);
 }
