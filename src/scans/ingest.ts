@@ -51,6 +51,8 @@ export interface IngestOptions {
 const ACK_WAIT_MS = 60_000;
 /** At most how often an idle session checks whether it is stalled (checkStalled; SCAN_STALL_SECONDS is how long it may be idle). */
 const STALL_CHECK_MS = 5_000;
+/** How long a stall check waits for the consumer's state (at most the stall time itself). */
+const STALL_INFO_TIMEOUT_MS = 5_000;
 const MAX_ACK_PENDING = 20_000;
 const DEFAULT_OPTIONS: IngestOptions = { maxBatch: 10_000, maxBatchReads: 100_000, maxMessages: 10_000, maxGatherMs: 200 };
 
@@ -220,14 +222,29 @@ class ScanConsumer {
     if (Date.now() - this.lastDeliveryAt < stallMs) return;
     this.checkingStall = true;
     const session = this.messages;
+    const idleAndHeld = () => this.inHand.size === 0 && this.messages === session && !this.stopping;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      const info = await this.jsm.consumers.info(this.source.stream, this.durable);
+      const info = await Promise.race([
+        this.jsm.consumers.info(this.source.stream, this.durable),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('no answer')), Math.min(STALL_INFO_TIMEOUT_MS, stallMs));
+        }),
+      ]);
       const idle = Date.now() - this.lastDeliveryAt;
-      if (info.num_pending > 0 && idle >= stallMs && this.inHand.size === 0 && this.messages === session && !this.stopping)
+      if (info.num_pending > 0 && idle >= stallMs && idleAndHeld())
         this.endSession(`no delivery for ${Math.round(idle / 1000)} s with ${info.num_pending} messages pending`);
-    } catch {
-      // The broker away or electing a leader: the session's own recovery applies; checked again later.
+    } catch (err) {
+      // The broker away or electing a leader: checked again later. But a session idle for twice
+      // the stall time whose consumer cannot be asked ends too: its pulls may be as lost as the
+      // question, and ending one that is merely caught up costs a pull. (A 3-node run after a
+      // broker's kill had a session with no waiting pull and 1,698 messages pending for over a
+      // minute; whether its checks were answered is not known.)
+      const idle = Date.now() - this.lastDeliveryAt;
+      if (idle >= 2 * stallMs && idleAndHeld())
+        this.endSession(`no delivery for ${Math.round(idle / 1000)} s and the consumer's state unreadable (${(err as Error).message})`);
     } finally {
+      clearTimeout(timer);
       this.checkingStall = false;
     }
   }

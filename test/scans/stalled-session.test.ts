@@ -53,3 +53,40 @@ t.test('pull requests lost: the idle session ends after SCAN_STALL_SECONDS, and 
   t.equal(await visits(), 2, 'once pulls get through, the next session delivers the scan, once');
   t.comment(`delivered ${Date.now() - resumed} ms after the pulls got through; ${stallEnds().length} sessions ended as stalled`);
 });
+
+t.test('pull requests and the consumer\'s state both unanswered: the idle session still ends, and the next one delivers', async (t) => {
+  const nats = await startNats(t);
+  const proxy = await natsProxy(t, nats.url);
+  const trackd = await spawnTrackd(t, { env: { SHARDS: '1', HISTORY_GAP_SECONDS: '0', SCAN_STALL_SECONDS: '1' }, natsUrl: proxy.url });
+  const org = await trackd.createOrg('Unanswered');
+  const token = (await trackd.createKey(org.id)).token;
+  const ids = await seed(trackd, token, { locations: [{ external_key: 'DOCK-1' }], assets: [{ external_key: 'A-1', tags: ['rfid:A1'] }] });
+  const nc = await natsClient(t, nats.url);
+  const visits = async () => {
+    const res = await trackd.request('GET', `/api/v1/assets/${ids.assets['A-1']}/history?limit=1`, { token });
+    return res.status === 200 ? (res.json.total_count as number) : -1;
+  };
+  const unreadableEnds = () =>
+    trackd
+      .logs()
+      .filter((l) => l.msg === 'scan consumer session ends; resuming from the ack floor' && /state unreadable/.test(String(l.reason)));
+  const base = Date.now() - 60_000;
+  await publish(nc, `scans.${org.id}.fixed`, scanBody('DOCK-1', ['rfid:A1'], new Date(base)));
+  await eventually(async () => (await visits()) === 1, 30_000, 50);
+
+  // A session whose pulls are lost, then every consumer request (its state too) from then on.
+  proxy.lose(PULLS);
+  await trackd.restart();
+  await eventually(() => proxy.lost() > 0, 30_000, 50);
+  proxy.lose('$JS.API.CONSUMER.');
+  const at = Date.now();
+  await publish(nc, `scans.${org.id}.fixed`, scanBody('DOCK-1', ['rfid:A1'], new Date(base + 1000)));
+  const ended = await eventually(() => unreadableEnds().length > 0 && unreadableEnds(), 30_000, 50);
+  t.comment(`ended ${Date.now() - at} ms after the publish: ${ended[0]!.reason}`);
+  t.match(String(ended[0]!.reason), /^no delivery for \d+ s and the consumer's state unreadable/, 'the session ended though its state could not be read');
+  t.equal(await visits(), 1, 'nothing was delivered meanwhile');
+
+  proxy.lose(undefined);
+  await eventually(async () => (await visits()) === 2, 60_000, 50);
+  t.equal(await visits(), 2, 'once the broker answers, a session delivers the scan, once');
+});
