@@ -19,6 +19,7 @@ import { PortMailbox } from '../shards/mailbox.js';
 import { ShardRegistry } from '../shards/registry.js';
 import { StorageHealth } from '../storage/health.js';
 import { loadSqlBuilder } from '../storage/sqlite.js';
+import { warmReaderOverlay } from '../scans/rereadLog.js';
 import type { rateLimitBuffers } from './rateLimit.js';
 import { OwnershipTable } from '../cluster/ownershipTable.js';
 import { threadRpc, type ThreadRpc } from '../cluster/rpcNode.js';
@@ -150,6 +151,11 @@ try {
     }
   };
   loadSqlBuilder();
+  for (const shard of shards.all()) {
+    const started = performance.now();
+    const assets = warmReaderOverlay(shard);
+    logger.debug({ shard: shard.index, assets, ms: Math.round(performance.now() - started) }, 're-read log read');
+  }
   post({ type: 'ready' });
 } catch (err) {
   // The main thread then stops every thread; one that failed has nothing to stop but must still say so,
