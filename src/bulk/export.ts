@@ -167,6 +167,15 @@ const ASSET_CSV_LINE_SQL = [
     FROM (SELECT ${ASSET_CSV_TAG} AS c FROM tags t WHERE t.asset_id = a.id AND t.org_id = a.org_id AND t.deleted_at IS NULL ORDER BY t.id) s), '')`,
 ].join(" || ',' || ");
 
+/** An org's live rows and the shard's, from kept counts. */
+interface ShardShare {
+  total: number | null;
+  org: number | null;
+}
+
+/** Whether the org holds at least half of the shard's live rows (and some): a walk of the table then costs less than the org's index and its sort. */
+const holdsMostOfShard = ({ total, org }: ShardShare) => (org ?? 0) * 2 >= (total ?? 0) && (org ?? 0) > 0;
+
 /**
  * Whether an export of the org's assets walks the table in id order instead of an index: when no
  * filter needs an index (external keys, q) and the org holds at least half of the shard's live
@@ -182,8 +191,8 @@ export function walksTable(db: Db, orgId: number, query: Record<string, unknown>
     .prepare(
       "SELECT sum(live) AS total, sum(CASE WHEN org_id = ? THEN live ELSE 0 END) AS org FROM master_live_counts WHERE tbl = 'assets'",
     )
-    .get(orgId) as { total: number | null; org: number | null };
-  return (counts.org ?? 0) * 2 >= (counts.total ?? 0) && (counts.org ?? 0) > 0;
+    .get(orgId) as ShardShare;
+  return holdsMostOfShard(counts);
 }
 
 /** The asset export's statement (one `line` column per asset, NDJSON or CSV without its line feed); the bench's ceiling runs it too. */
@@ -195,10 +204,9 @@ export function assetExportSql(
   walkTable = false,
 ): Knex.QueryBuilder {
   const columns = [format === 'ndjson' ? ASSET_LINE_SQL : `${ASSET_CSV_LINE_SQL} AS line`];
-  const from = walkTable
-    ? sqlBuilder.from(sqlBuilder.raw('assets AS a NOT INDEXED')).where('a.org_id', orgId)
-    : orgQuery('assets', 'a', orgId);
-  return applyMasterFilters(from, 'a', orgId, query, now, 'asset_id').select(sqlColumns(columns)).orderBy('a.id');
+  return applyMasterFilters(orgQuery('assets', 'a', orgId, walkTable), 'a', orgId, query, now, 'asset_id')
+    .select(sqlColumns(columns))
+    .orderBy('a.id');
 }
 
 /** GET /api/v1/assets/export: the asset list's filters (no paging, no sort: by id). */
@@ -277,8 +285,8 @@ export function walksReport(db: Db, orgId: number, filters: Omit<ReportFilters, 
   }
   const counts = db
     .prepare('SELECT sum(live_positions) AS total, sum(CASE WHEN org_id = ? THEN live_positions ELSE 0 END) AS org FROM scan_report_counts')
-    .get(orgId) as { total: number | null; org: number | null };
-  return (counts.org ?? 0) * 2 >= (counts.total ?? 0) && (counts.org ?? 0) > 0;
+    .get(orgId) as ShardShare;
+  return holdsMostOfShard(counts);
 }
 
 /** The report export's statement; the bench's ceiling runs it too. */

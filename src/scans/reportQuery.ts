@@ -99,9 +99,7 @@ export function reportBase(
             sqlBuilder.raw(`${textIndexTable('assets')}(?) AS tm CROSS JOIN scan_positions AS p ON p.asset_id = tm.rowid`, [indexed.match]),
           )
           .where('p.org_id', orgId)
-      : walkTable
-        ? sqlBuilder.from(sqlBuilder.raw('scan_positions AS p NOT INDEXED')).where('p.org_id', orgId)
-        : orgQuery('scan_positions', 'p', orgId);
+      : orgQuery('scan_positions', 'p', orgId, walkTable);
   base
     .whereRaw('+p.asset_valid_from <= ?', [now])
     .andWhere((w: Knex.QueryBuilder) => w.whereNull('p.asset_valid_to').orWhere('p.asset_valid_to', '>', now));
