@@ -12,7 +12,7 @@ import { reportBase, type ReportFilters, type ReportRow } from '../scans/reportQ
 import { laidOver, overlayOf } from '../scans/rereadLog.js';
 import type { Shard } from '../shards/shard.js';
 import { sqlBuilder, type Db } from '../storage/sqlite.js';
-import { formatNullableTimestamp, formatTimestamp } from '../wire/timestamps.js';
+import { formatNullableTimestamp, formatTimestamp, isoSql } from '../wire/timestamps.js';
 import { CSV_COLUMNS } from './rowSource.js';
 
 /**
@@ -122,12 +122,6 @@ function exportReply<Row>(shard: Shard, orgId: number, source: ExportSource<Row>
   const headers: Record<string, string> = { 'Trackd-Export-As-Of': formatTimestamp(now) };
   if (sequence !== undefined) headers['Trackd-Event-Sequence'] = String(sequence);
   return { status: 200, stream, contentType: format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson', headers };
-}
-
-/** An epoch-ms column as the outbound timestamp (`toISOString`'s `YYYY-MM-DDTHH:MM:SS.mmmZ`), in SQL; floored, so years before 1970 too. */
-function isoSql(column: string): string {
-  const ms = `((${column} % 1000) + 1000) % 1000`;
-  return `strftime('%Y-%m-%dT%H:%M:%S', (${column} - ${ms}) / 1000, 'unixepoch') || printf('.%03dZ', ${ms})`;
 }
 
 /**

@@ -95,6 +95,12 @@ export function formatTimestamp(ms: number): string {
   return new Date(ms).toISOString();
 }
 
+/** formatTimestamp in SQL, for an epoch-ms column (`toISOString`'s `YYYY-MM-DDTHH:MM:SS.mmmZ`); floored, so years before 1970 too. */
+export function isoSql(column: string): string {
+  const ms = `((${column} % 1000) + 1000) % 1000`;
+  return `strftime('%Y-%m-%dT%H:%M:%S', (${column} - ${ms}) / 1000, 'unixepoch') || printf('.%03dZ', ${ms})`;
+}
+
 export function formatNullableTimestamp(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();
 }

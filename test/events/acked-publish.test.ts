@@ -66,3 +66,31 @@ t.test('a batch whose acks do not all come within the timeout rejects', async (t
   await nc.flush();
   await t.rejects(publisher.publishAll([message('quiet.x', 'q-1')]), /no ack for 1 of 1 messages within 200 ms/);
 });
+
+t.test('frames built by the caller: stored once each, counted, and refused like messages', async (t) => {
+  const publisher = new AckedPublisher(nc);
+  t.teardown(() => publisher.close());
+  const frame = (reply: string, i: number, subject: string, id: string, data: string) => {
+    const h = `NATS/1.0\r\nNats-Msg-Id: ${id}\r\n\r\n`;
+    const bytes = Buffer.byteLength(h) + Buffer.byteLength(data);
+    return Buffer.from(`HPUB ${subject} ${reply}${i} ${Buffer.byteLength(h)} ${bytes}\r\n${h}${data}\r\n`);
+  };
+  const before = await stored('ACKED');
+  const sent = await publisher.publishFrames((reply) =>
+    Array.from({ length: 40 }, (_, i) => frame(reply, i, `acked.f${i}`, `f-${i}`, `{"n":${i},"name":"Süd ✓"}`)),
+  );
+  t.equal(sent, 40, 'the number of frames sent');
+  t.equal(await stored('ACKED'), before + 40, 'every frame stored when the batch resolved');
+  const last = await jsm.streams.getMessage('ACKED', { last_by_subj: 'acked.f39' });
+  t.equal(last?.string(), '{"n":39,"name":"Süd ✓"}', 'the data as framed, multi-byte characters counted in bytes');
+  t.equal(await publisher.publishFrames(() => undefined), 0, 'nothing to send: nothing waited for');
+  await t.rejects(
+    publisher.publishFrames((reply) => [frame(reply, 0, 'small.f', 'sf-1', 'x'.repeat(200))]),
+    /JetStream refused the message/,
+    'an error ack rejects a batch of frames too',
+  );
+  await t.rejects(
+    publisher.publishFrames((reply) => [frame(reply, 0, 'nostream.f', 'nf-1', '{}')]),
+    /no responders/,
+  );
+});

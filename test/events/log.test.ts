@@ -47,7 +47,7 @@ t.test('master data and moves: one event each, in commit order, seq 1..n with no
   const tag = await post(`/api/v1/assets/${pallet.id}/tags`, { tag_type: 'ble', value: 'B1' });
   const detached = await trackd.request('DELETE', `/api/v1/assets/${pallet.id}/tags/${tag.id}`, { token: admin });
   t.equal(detached.status, 204);
-  const patched = await trackd.request('PATCH', `/api/v1/locations/${room2.id}`, { token: admin, body: { name: 'Room Two' } });
+  const patched = await trackd.request('PATCH', `/api/v1/locations/${room2.id}`, { token: admin, body: { name: 'Raum Zwei – Süd ✓' } });
   t.equal(patched.status, 200);
   const gone = await post('/api/v1/locations', { external_key: 'GONE', name: 'Gone' });
   t.equal((await trackd.request('DELETE', `/api/v1/locations/${gone.id}`, { token: admin })).status, 204);
@@ -127,6 +127,12 @@ t.test('master data and moves: one event each, in commit order, seq 1..n with no
     streamed.every((m) => m.subject === `events.${org.id}.${m.event.type}` && m.msgId === m.event.id && m.orgSeq === m.event.seq),
     'subjects events.<org>.<type>, Nats-Msg-Id the event id, Trackd-Seq the org sequence',
   );
+  // The relay builds these messages in SQL; the envelope is the same text the API serves (key order, no spaces, UTF-8).
+  t.ok(
+    streamed.every((m) => m.text === JSON.stringify(m.event)),
+    'each message is the envelope as JSON.stringify writes it, non-ASCII names included',
+  );
+  t.equal(streamed.find((m) => m.event.type === 'location.updated')?.event.data.location.name, 'Raum Zwei – Süd ✓');
 
   const page = await trackd.request('GET', '/api/v1/events?after=3&limit=2', { token: admin });
   t.same(

@@ -30,6 +30,8 @@ export interface StreamedEvent {
   msgId: string | undefined;
   orgSeq: number;
   event: EventView;
+  /** The message's data as it is stored. */
+  text: string;
 }
 
 /** Every message of the EVENTS stream (of one org's subjects when given), in stream order. */
@@ -50,6 +52,7 @@ export async function streamEvents(nc: NatsConnection, orgId?: number): Promise<
       msgId: msg.headers?.get('Nats-Msg-Id'),
       orgSeq: Number(msg.headers?.get('Trackd-Seq')),
       event: msg.json<EventView>(),
+      text: msg.string(),
     });
     if (msg.info.pending === 0) break;
   }
