@@ -48,7 +48,7 @@ export class AckedPublisher {
     if (this.batch !== undefined) return Promise.reject(new Error('a batch is still waiting for its acks'));
     if (messages.length === 0) return Promise.resolve();
     const id = ++this.batches;
-    return this.awaitAcks(id, messages.length, () => {
+    return this.awaitAcks(id, messages.length, messages.length, () => {
       for (let i = 0; i < messages.length; i++) {
         const m = messages[i]!;
         this.nc.publish(m.subject, m.data, { headers: m.headers, reply: `${this.prefix}.${id}.${i}` });
@@ -58,29 +58,29 @@ export class AckedPublisher {
 
   /**
    * Publishes protocol frames built by the caller: `build` gets the reply prefix of this batch and
-   * returns whole `HPUB` frames, the i-th (from 0) with the reply `<prefix>i`, or nothing to send.
-   * Resolves to the number of frames once each was acknowledged, as publishAll. For a caller that
-   * builds frames cheaper than nc.publish does (the relay: in SQL, beside the rows).
+   * returns whole `HPUB` frames, each with the reply `<prefix>i`, i distinct and below `span`, or
+   * nothing to send. Resolves to the number of frames once each was acknowledged, as publishAll.
+   * For a caller that builds frames cheaper than nc.publish does (the relay: in SQL, beside the rows).
    */
-  async publishFrames(build: (replyPrefix: string) => Buffer[] | undefined): Promise<number> {
+  async publishFrames(build: (replyPrefix: string) => { frames: Buffer[]; span: number } | undefined): Promise<number> {
     if (this.batch !== undefined) throw new Error('a batch is still waiting for its acks');
     if (this.nc.isClosed()) throw new Error('connection closed');
     const id = ++this.batches;
-    const frames = build(`${this.prefix}.${id}.`);
-    if (frames === undefined || frames.length === 0) return 0;
+    const built = build(`${this.prefix}.${id}.`);
+    if (built === undefined || built.frames.length === 0) return 0;
     // nats-core has no public call that writes bytes as they are; its publish ends in this same
     // sendCommand (protocol.js publish), which queues them as one write.
-    await this.awaitAcks(id, frames.length, () => protocolOf(this.nc).sendCommand(Buffer.concat(frames)));
-    return frames.length;
+    await this.awaitAcks(id, built.frames.length, built.span, () => protocolOf(this.nc).sendCommand(Buffer.concat(built.frames)));
+    return built.frames.length;
   }
 
-  private awaitAcks(id: number, count: number, send: () => void): Promise<void> {
+  private awaitAcks(id: number, count: number, span: number, send: () => void): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
         () => this.fail(id, new Error(`no ack for ${this.batch?.remaining} of ${count} messages within ${this.timeoutMs} ms`)),
         this.timeoutMs,
       );
-      this.batch = { id, acked: new Uint8Array(count), remaining: count, resolve, reject, timer };
+      this.batch = { id, acked: new Uint8Array(span), remaining: count, resolve, reject, timer };
       try {
         send();
       } catch (err) {

@@ -34,7 +34,7 @@ const BATCH = 256;
 
 /**
  * A batch of events as the frames nc.publish would write for them (`HPUB`, the headers
- * `Nats-Msg-Id` and `Trackd-Seq`, envelopeJson's text, reply `<prefix><i>` for the i-th row), built
+ * `Nats-Msg-Id` and `Trackd-Seq`, envelopeJson's text, reply `<prefix><i>` with i the position's distance past the batch's start), built
  * by SQLite beside the rows it reads: building the envelope, the headers and the frame per event in
  * JavaScript was about half of the relay's CPU during field ingest (a move is an event). The ids,
  * types and numbers need no JSON escaping; `data` is stored JSON, spliced in as envelopeJson does.
@@ -45,7 +45,7 @@ const FRAMES_SQL = `WITH r AS MATERIALIZED (
       '{"id":"' || id || '","seq":' || seq || ',"type":"' || type || '","org_id":' || org_id || ',"occurred_at":"' || ${isoSql('occurred_at')} || '","data":' || data || '}' AS b
     FROM events WHERE pos > @after ORDER BY pos LIMIT @limit)
   SELECT pos, org_id, seq, type, length(h) + octet_length(b) AS size,
-    CAST('HPUB events.' || org_id || '.' || type || ' ' || @reply || (row_number() OVER (ORDER BY pos) - 1) || ' '
+    CAST('HPUB events.' || org_id || '.' || type || ' ' || @reply || (pos - @after - 1) || ' '
       || length(h) || ' ' || (length(h) + octet_length(b)) || char(13, 10) || h || b || char(13, 10) AS BLOB) AS frame
   FROM r ORDER BY pos`;
 
@@ -199,7 +199,7 @@ export class EventRelay {
         if (row.size > maxPayload) throw new Error(`event ${row.org_id}/${row.seq} is larger than the broker's max_payload`);
         if (this.kill?.when === 'before' && this.kill.type === row.type) process.kill(process.pid, 'SIGKILL');
       }
-      return rows.map((row) => row.frame);
+      return { frames: rows.map((row) => row.frame), span: rows[rows.length - 1]!.pos - this.pos };
     });
     if (rows.length === 0 || this.stopped) return undefined;
     if (this.kill?.when === 'after' && rows.some((r) => r.type === this.kill!.type)) process.kill(process.pid, 'SIGKILL');

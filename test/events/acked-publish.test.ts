@@ -76,21 +76,23 @@ t.test('frames built by the caller: stored once each, counted, and refused like 
     return Buffer.from(`HPUB ${subject} ${reply}${i} ${Buffer.byteLength(h)} ${bytes}\r\n${h}${data}\r\n`);
   };
   const before = await stored('ACKED');
-  const sent = await publisher.publishFrames((reply) =>
-    Array.from({ length: 40 }, (_, i) => frame(reply, i, `acked.f${i}`, `f-${i}`, `{"n":${i},"name":"Süd ✓"}`)),
-  );
+  // Replies 0, 2, 4, ... 78: indexes with gaps, as positions past a batch's start can have.
+  const sent = await publisher.publishFrames((reply) => ({
+    frames: Array.from({ length: 40 }, (_, i) => frame(reply, 2 * i, `acked.f${i}`, `f-${i}`, `{"n":${i},"name":"Süd ✓"}`)),
+    span: 80,
+  }));
   t.equal(sent, 40, 'the number of frames sent');
   t.equal(await stored('ACKED'), before + 40, 'every frame stored when the batch resolved');
   const last = await jsm.streams.getMessage('ACKED', { last_by_subj: 'acked.f39' });
   t.equal(last?.string(), '{"n":39,"name":"Süd ✓"}', 'the data as framed, multi-byte characters counted in bytes');
   t.equal(await publisher.publishFrames(() => undefined), 0, 'nothing to send: nothing waited for');
   await t.rejects(
-    publisher.publishFrames((reply) => [frame(reply, 0, 'small.f', 'sf-1', 'x'.repeat(200))]),
+    publisher.publishFrames((reply) => ({ frames: [frame(reply, 0, 'small.f', 'sf-1', 'x'.repeat(200))], span: 1 })),
     /JetStream refused the message/,
     'an error ack rejects a batch of frames too',
   );
   await t.rejects(
-    publisher.publishFrames((reply) => [frame(reply, 0, 'nostream.f', 'nf-1', '{}')]),
+    publisher.publishFrames((reply) => ({ frames: [frame(reply, 0, 'nostream.f', 'nf-1', '{}')], span: 1 })),
     /no responders/,
   );
 });
