@@ -11,7 +11,7 @@ export interface NodeRef {
  * other and neither enters nor leaves A. Entered: outermost first (as one walks in); left: innermost
  * first (as one walks out).
  */
-export function enteredAndLeft(from: readonly NodeRef[], to: readonly NodeRef[]): { entered: NodeRef[]; left: NodeRef[] } {
+export function enteredAndLeft<Node extends NodeRef>(from: readonly Node[], to: readonly Node[]): { entered: Node[]; left: Node[] } {
   // Chains share a prefix (the common ancestors): the first position where they differ splits them.
   let common = 0;
   while (common < from.length && common < to.length && from[common]!.id === to[common]!.id) common++;

@@ -133,6 +133,22 @@ t.test('master data and moves: one event each, in commit order, seq 1..n with no
     'each message is the envelope as JSON.stringify writes it, non-ASCII names included',
   );
   t.equal(streamed.find((m) => m.event.type === 'location.updated')?.event.data.location.name, 'Raum Zwei – Süd ✓');
+  // A move's data is written by hand (src/events/log.ts moved): its keys in the schema's order.
+  const node = (n: { id: number; external_key: string } | null) => (n === null ? null : { id: n.id, external_key: n.external_key });
+  const inOrder = (d: any) => ({
+    asset: node(d.asset),
+    from: node(d.from),
+    to: node(d.to),
+    observed_at: d.observed_at,
+    entered: d.entered.map(node),
+    left: d.left.map(node),
+  });
+  const movesStreamed = streamed.filter((m) => m.event.type === 'asset.moved');
+  t.equal(movesStreamed.length, 3);
+  t.ok(
+    movesStreamed.every((m) => m.text.endsWith(`"data":${JSON.stringify(inOrder(m.event.data))}}`)),
+    'asset.moved: asset, from, to, observed_at, entered, left; each location id then external_key',
+  );
 
   const page = await trackd.request('GET', '/api/v1/events?after=3&limit=2', { token: admin });
   t.same(
