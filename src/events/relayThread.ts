@@ -5,7 +5,8 @@ import type { FromRelayWorker, RelayWorkerData, ToRelayWorker } from './relayWor
 
 /**
  * The shard thread's handle on its event relay, which runs on a thread of its own (relayWorker.ts):
- * `wake` after every commit, the relay's prune requests run as the shard's commands by `prune`.
+ * the relay follows the shard's commits with events through the shard's generations in shared
+ * memory (no message per commit), the relay's prune requests run as the shard's commands by `prune`.
  * The relay's guarantees are its own (relay.ts): it reads only committed rows and saves its
  * position only after JetStream acknowledged, whichever thread it runs on.
  */
@@ -13,8 +14,14 @@ export class RelayThread {
   private readonly worker: Worker;
   private readonly exited: Promise<void>;
 
-  constructor(dataDir: string, index: number, settings: RelaySettings, prune: (before: number, throughPos: number) => Promise<unknown>) {
-    const workerData: RelayWorkerData = { dataDir, index, settings };
+  constructor(
+    dataDir: string,
+    index: number,
+    settings: RelaySettings,
+    generations: SharedArrayBuffer,
+    prune: (before: number, throughPos: number) => Promise<unknown>,
+  ) {
+    const workerData: RelayWorkerData = { dataDir, index, settings, generations };
     this.worker = new Worker(threadFile('events/relayWorker.js'), { workerData, name: `relay-${index}` });
     this.exited = new Promise((resolve) => this.worker.once('exit', () => resolve()));
     this.worker.on('message', (message: FromRelayWorker) => {
@@ -30,11 +37,6 @@ export class RelayThread {
 
   private post(message: ToRelayWorker): void {
     this.worker.postMessage(message);
-  }
-
-  /** Called after every commit of the shard: the relay publishes what is new. */
-  wake(): void {
-    this.post({ type: 'wake' });
   }
 
   /** Stops the relay (its publish in flight given up to 2 s, relay.ts) and waits for its thread to end. */

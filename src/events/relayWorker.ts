@@ -10,15 +10,27 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { EventRelay, type RelaySettings } from './relay.js';
 import { nameThread, runAsBackgroundThread } from '../runtime/threadPriority.js';
 import { tracePauses } from '../runtime/pauseTrace.js';
+import { ShardGenerations } from '../shards/generations.js';
 
 export interface RelayWorkerData {
   dataDir: string;
   index: number;
   settings: RelaySettings;
+  /** The shard's ShardGenerations: its counter of commits that appended events is what the relay follows. */
+  generations: SharedArrayBuffer;
 }
 
 /** Shard thread -> relay thread. */
-export type ToRelayWorker = { type: 'wake' } | { type: 'stop' } | { type: 'pruned'; id: number };
+export type ToRelayWorker = { type: 'stop' } | { type: 'pruned'; id: number };
+
+/**
+ * After a commit with events, how long the relay lets further commits join the batch it publishes:
+ * under field ingest the shard commits every few milliseconds, a dozen events each, and a batch
+ * costs the relay's thread (and the broker) about as much again per batch as per event.
+ */
+const GATHER_MS = 20;
+/** With no commit noticed, the relay looks at the log anyway this often (a wake that could be missed costs at most this). */
+const FOLLOW_TIMEOUT_MS = 1_000;
 /** Relay thread -> shard thread. */
 export type FromRelayWorker = { type: 'prune'; id: number; before: number; throughPos: number } | { type: 'stopped' };
 
@@ -50,11 +62,23 @@ async function start(): Promise<void> {
   }
 }
 
+/** Publishes after each commit that appended events, gathered GATHER_MS, until the relay stops. */
+async function follow(): Promise<void> {
+  await starting;
+  const generations = new ShardGenerations(data.generations);
+  while (relay !== undefined && !stopping) {
+    const seen = generations.eventsGeneration();
+    relay.wake();
+    await generations.eventsAfter(seen, FOLLOW_TIMEOUT_MS);
+    if (generations.eventsGeneration() !== seen) await new Promise((resolve) => setTimeout(resolve, GATHER_MS));
+  }
+}
+
 const starting = start();
+void follow();
 
 parent.on('message', async (message: ToRelayWorker) => {
-  if (message.type === 'wake') relay?.wake();
-  else if (message.type === 'pruned') {
+  if (message.type === 'pruned') {
     pruning.get(message.id)?.();
     pruning.delete(message.id);
   } else if (message.type === 'stop') {

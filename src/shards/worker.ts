@@ -155,7 +155,6 @@ try {
     flushQueued = false;
     for (const [port, answers] of outbox) port.postMessage(answers.length === 1 ? answers[0] : answers);
     outbox.clear();
-    relay?.wake();
     if (webhooksChanged) dispatcher?.reload();
     else dispatcher?.wake();
     webhooksChanged = false;
@@ -185,7 +184,7 @@ try {
       run({ id: --localIds, name: pruneCommand.name, args: { before, throughPos }, now: Date.now() }, () => resolve()),
     );
   // The relay runs on a thread of its own (it retries its start until the broker answers).
-  const startRelay = (settings: RelaySettings) => new RelayThread(data.dataDir, data.index, settings, prune);
+  const startRelay = (settings: RelaySettings) => new RelayThread(data.dataDir, data.index, settings, data.generations, prune);
   const startDispatcher = async (settings: WebhookSettings) => {
     const submit = (items: unknown) =>
       new Promise<void>((resolve) => run({ id: --localIds, name: recordProgress.name, args: { items }, now: Date.now() }, () => resolve()));
