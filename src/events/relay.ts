@@ -34,10 +34,11 @@ const BATCH = 256;
 
 /**
  * A batch of events as the frames nc.publish would write for them (`HPUB`, the headers
- * `Nats-Msg-Id` and `Trackd-Seq`, envelopeJson's text, reply `<prefix><i>` with i the position's distance past the batch's start), built
- * by SQLite beside the rows it reads: building the envelope, the headers and the frame per event in
- * JavaScript was about half of the relay's CPU during field ingest (a move is an event). The ids,
- * types and numbers need no JSON escaping; `data` is stored JSON, spliced in as envelopeJson does.
+ * `Nats-Msg-Id` and `Trackd-Seq`, envelopeJson's text, the reply `<prefix><i>` with i the event's
+ * distance past the batch's start), built by SQLite beside the rows it reads: building the
+ * envelope, the headers and the frame per event in JavaScript was about half of the relay's CPU
+ * during field ingest (a move is an event). The ids, types and numbers need no JSON escaping;
+ * `data` is stored JSON, spliced in as envelopeJson does.
  */
 const FRAMES_SQL = `WITH r AS MATERIALIZED (
     SELECT pos, org_id, seq, type,
@@ -57,6 +58,7 @@ interface FrameRow {
   size: number;
   frame: Buffer;
 }
+
 const DEFAULT_PRUNE_EVERY_MS = 60_000;
 
 /** The relay's own file beside the shard's: its published position, kept out of the shard's state (which is a function of its records). */

@@ -25,8 +25,8 @@ export type ToRelayWorker = { type: 'stop' } | { type: 'pruned'; id: number };
 
 /**
  * After a commit with events, how long the relay lets further commits join the batch it publishes:
- * under field ingest the shard commits every few milliseconds, a dozen events each, and a batch
- * costs the relay's thread (and the broker) about as much again per batch as per event.
+ * under field ingest the shard commits every few milliseconds, a dozen events each, and each batch
+ * has a cost of its own (the query, the write, the round trip of acks, the position saved).
  */
 const GATHER_MS = 20;
 /** With no commit noticed, the relay looks at the log anyway this often (a wake that could be missed costs at most this). */
