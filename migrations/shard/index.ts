@@ -16,6 +16,7 @@ import * as webhooks from './014_webhooks.js';
 import * as qCountOutside from './015_q_count_outside.js';
 import * as textIndexDeferrable from './016_text_index_deferrable.js';
 import * as rereadLog from './017_reread_log.js';
+import * as historyNextId from './018_history_next_id.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
 export const shardMigrations: Migration[] = [
@@ -36,4 +37,5 @@ export const shardMigrations: Migration[] = [
   qCountOutside,
   textIndexDeferrable,
   rereadLog,
+  historyNextId,
 ];

@@ -119,6 +119,7 @@ function prepareStatements(db: Db) {
     insertVisit: p(
       'INSERT INTO scan_history (asset_id, event_observed_at, id, location_id, last_seen_at, read_count) VALUES (?, ?, ?, ?, ?, ?)',
     ),
+    setNextHistoryId: p('UPDATE scan_history_next SET next_id = ? WHERE id = 1'),
     closeVisit: p('UPDATE scan_history SET last_seen_at = ?, read_count = ? WHERE asset_id = ? AND event_observed_at = ? AND id = ?'),
     visitBefore: p(`SELECT asset_id, event_observed_at, id, location_id, last_seen_at, read_count FROM scan_history
                     WHERE asset_id = ? AND event_observed_at <= ? ORDER BY event_observed_at DESC, id DESC LIMIT 1`),
@@ -160,7 +161,7 @@ class ScanStore {
     private readonly rereads: RereadLog,
   ) {
     this.s = prepareStatements(db);
-    this.nextHistoryId = ((db.prepare('SELECT max(id) FROM scan_history').pluck().get() as number | null) ?? 0) + 1;
+    this.nextHistoryId = db.prepare('SELECT next_id FROM scan_history_next WHERE id = 1').pluck().get() as number;
   }
 
   /**
@@ -209,9 +210,11 @@ class ScanStore {
     const firstHistoryId = this.nextHistoryId;
     const log = this.rereads.begin();
     // The organizations' event heads are written once, before the COMMIT, instead of upserted per movement event.
-    const apply = this.db.transaction(() =>
-      this.events.withHeldHeads(() => this.applyInTransaction(items, options, now, touched, appliedSeqs, log)),
-    );
+    const apply = this.db.transaction(() => {
+      const outcomes = this.events.withHeldHeads(() => this.applyInTransaction(items, options, now, touched, appliedSeqs, log));
+      if (this.nextHistoryId !== firstHistoryId) this.s.setNextHistoryId.run(this.nextHistoryId);
+      return outcomes;
+    });
     let outcomes: ScanOutcome[];
     try {
       outcomes = apply();
