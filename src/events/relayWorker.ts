@@ -31,6 +31,7 @@ export type ToRelayWorker = { type: 'stop' } | { type: 'pruned'; id: number };
 const GATHER_MS = 20;
 /** With no commit noticed, the relay looks at the log anyway this often (a wake that could be missed costs at most this). */
 const FOLLOW_TIMEOUT_MS = 1_000;
+
 /** Relay thread -> shard thread. */
 export type FromRelayWorker = { type: 'prune'; id: number; before: number; throughPos: number } | { type: 'stopped' };
 
