@@ -30,6 +30,8 @@ export interface PublishResult {
   /** Paced runs: the furthest a publish fell behind its due time. */
   max_behind_ms: number;
   probes?: { p50: number; p99: number; max: number; mean: number; count: number };
+  /** The probes' report requests, round trip in ms: what of a probe's latency is the HTTP answer. */
+  polls?: { p50: number; p99: number; max: number; mean: number; count: number };
   /** Publish to the stream's ack, ms. */
   ack: { p50: number; p99: number; max: number; mean: number };
 }
@@ -40,6 +42,7 @@ const js = jetstream(nc);
 const generator = new ScanGenerator(spec.plan);
 
 const probeLatencies: number[] = [];
+const pollLatencies: number[] = [];
 /** Probes waiting to be seen: the asset of a message, its observed_at, and when it was published. */
 const outstanding: { asset: number; observedAt: number; publishedAt: number }[] = [];
 const POLL_MS = 5;
@@ -62,6 +65,7 @@ async function pollProbes(): Promise<void> {
       });
       const body = (await res.json()) as { data?: { asset_id: number; asset_last_seen: string }[] };
       const seenAt = performance.now();
+      pollLatencies.push(seenAt - pollStarted);
       const lastSeen = new Map((body.data ?? []).map((row) => [row.asset_id, Date.parse(row.asset_last_seen)]));
       for (let i = outstanding.length - 1; i >= 0; i--) {
         const p = outstanding[i]!;
@@ -150,4 +154,6 @@ const result: PublishResult = {
 };
 if (probeLatencies.length > 0)
   result.probes = { ...summarize(Float64Array.from(probeLatencies), probeLatencies.length), count: probeLatencies.length };
+if (pollLatencies.length > 0)
+  result.polls = { ...summarize(Float64Array.from(pollLatencies), pollLatencies.length), count: pollLatencies.length };
 process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -45,6 +45,9 @@ export const ingestField: CustomScenario = {
         publish_rate_msgs: published.rate,
         latency_offered_reads_per_s: pacedRate * READS,
         latency_probes: latency.probes?.count ?? 0,
+        // How much of a probe's latency the report request that saw it can be (its round trip).
+        latency_poll_p99_ms: latency.polls?.p99 ?? Number.NaN,
+        latency_poll_max_ms: latency.polls?.max ?? Number.NaN,
         latency_publisher_max_behind_ms: latency.max_behind_ms,
         raw_consume_msgs_per_s: ceiling.consume_rate,
         bytes_per_message: ceiling.bytes_per_message,
