@@ -49,9 +49,15 @@ export function csvCell(value: string): string {
 
 const csvLine = (cells: string[]) => cells.map(csvCell).join(',');
 
-/** `csvCell` in SQL, for an expression of text that is cheap to repeat (a column): quoted when it holds a comma, quote, CR or LF. */
+/** `csvCell`'s test in SQL: the text holds a quote, comma, CR or LF. */
+const needsQuotesSql = (text: string) =>
+  `instr(${text}, '"') OR instr(${text}, ',') OR instr(${text}, char(13)) OR instr(${text}, char(10))`;
+/** `csvCell`'s quoting in SQL. */
+const quotedSql = (text: string) => `'"' || replace(${text}, '"', '""') || '"'`;
+
+/** `csvCell` in SQL, for an expression of text that is cheap to repeat (a column). */
 function csvCellSql(text: string): string {
-  return `CASE WHEN instr(${text}, '"') OR instr(${text}, ',') OR instr(${text}, char(13)) OR instr(${text}, char(10)) THEN '"' || replace(${text}, '"', '""') || '"' ELSE ${text} END`;
+  return `CASE WHEN ${needsQuotesSql(text)} THEN ${quotedSql(text)} ELSE ${text} END`;
 }
 
 const tagsCell = (tags: { tag_type: string; value: string }[]) => tags.map((t) => `${t.tag_type}:${t.value}`).join(';');
@@ -156,8 +162,8 @@ const ASSET_CSV_LINE_SQL = [
   isoSql('a.valid_from'),
   `CASE WHEN a.valid_to IS NULL THEN '' ELSE ${isoSql('a.valid_to')} END`,
   // One pass over the live tags in id order: the cell and whether any of them needs the quotes.
-  `coalesce((SELECT CASE WHEN max(instr(s.c, '"') OR instr(s.c, ',') OR instr(s.c, char(13)) OR instr(s.c, char(10)))
-      THEN '"' || replace(group_concat(s.c, ';'), '"', '""') || '"' ELSE group_concat(s.c, ';') END
+  `coalesce((SELECT CASE WHEN max(${needsQuotesSql('s.c')})
+      THEN ${quotedSql("group_concat(s.c, ';')")} ELSE group_concat(s.c, ';') END
     FROM (SELECT ${ASSET_CSV_TAG} AS c FROM tags t WHERE t.asset_id = a.id AND t.org_id = a.org_id AND t.deleted_at IS NULL ORDER BY t.id) s), '')`,
 ].join(" || ',' || ");
 

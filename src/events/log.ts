@@ -171,13 +171,17 @@ export class EventLog {
     this.shard.eventsVisible();
   }
 
-  /** A location and its ancestors, root first, as the tree stands in this transaction. */
-  private chainNodes(locationId: number): EventNode[] {
+  /** Drops the tree cache when master data changed since it was filled (once per move: both chains read the same tree). */
+  private currentTree(): void {
     const epoch = this.s.epoch.get() as number;
     if (epoch !== this.epoch) {
       this.nodes.clear();
       this.epoch = epoch;
     }
+  }
+
+  /** A location and its ancestors, root first, from the tree cache (`currentTree` first). */
+  private chainNodes(locationId: number): EventNode[] {
     const out: EventNode[] = [];
     const seen = new Set<number>();
     let id: number | null = locationId;
@@ -203,6 +207,7 @@ export class EventLog {
    * JSON.stringify of { asset, from, to, observed_at, entered, left }, which the event tests compare.
    */
   moved(orgId: number, assetId: number, from: number | undefined, to: number, observedAt: number): void {
+    this.currentTree();
     const toChain = this.chainNodes(to);
     const fromChain = from === undefined ? [] : this.chainNodes(from);
     const { entered, left } = enteredAndLeft(fromChain, toChain);
