@@ -37,7 +37,9 @@ export class ShardRpcServer {
     const wanted = new Set(local);
     for (const [shard, subscription] of this.subscriptions)
       if (!wanted.has(shard)) {
-        subscription.unsubscribe();
+        // Drained, not unsubscribed: a request the broker delivered before it saw the UNSUB still gets
+        // "not the owner" (a write refused at once) instead of no answer (the front node's 12 s timeout).
+        subscription.drain().catch(() => {});
         this.subscriptions.delete(shard);
       }
     for (const shard of wanted) {
