@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { ROOT } from './processes.js';
 import type { BenchOptions } from './scenario.js';
 
-const USAGE = `usage: npm run bench -- [--size tiny|small|large] [--only s1,s2] [--runs N] [--duration S] [--warmup S] [--connections N] [--out FILE] [--keep] [--reuse DIR] [--profile] [--stages] [--generator auto|autocannon] [--compare s1,s2] [--bulk-rows N] [--field-rate READS_PER_S]`;
+const USAGE = `usage: npm run bench -- [--size tiny|small|large] [--only s1,s2] [--runs N] [--duration S] [--warmup S] [--connections N] [--out FILE] [--keep] [--reuse DIR] [--profile] [--stages] [--generator auto|autocannon] [--compare s1,s2] [--bulk-rows N] [--field-rate READS_PER_S] [--field-seconds S]`;
 
 export function parseOptions(argv: string[]): BenchOptions {
   const { values } = parseArgs({
@@ -25,6 +25,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       generator: { type: 'string', default: 'auto' },
       'bulk-rows': { type: 'string' },
       'field-rate': { type: 'string' },
+      'field-seconds': { type: 'string' },
       help: { type: 'boolean' },
     },
     strict: true,
@@ -52,6 +53,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     keys: Math.floor(positive('keys', values.keys)),
     bulkRows: values['bulk-rows'] === undefined ? undefined : Math.floor(positive('bulk-rows', values['bulk-rows'])),
     fieldRate: values['field-rate'] === undefined ? undefined : Math.floor(positive('field-rate', values['field-rate'])),
+    fieldSeconds: values['field-seconds'] === undefined ? undefined : positive('field-seconds', values['field-seconds']),
     keep: values.keep ?? false,
     reuse: values.reuse === undefined ? undefined : path.resolve(values.reuse),
     profile: values.profile ?? false,

@@ -37,6 +37,27 @@ export async function waitVisible(ctx: BenchContext, asset: number, observedAt: 
   }
 }
 
+/**
+ * Resolves once trackd holds no scan message unacked and its consumer has none left to deliver
+ * (`trackd_scans_in_hand`, `trackd_scans_consumer_pending` in /metrics, two readings in a row): a
+ * batch is acked after the shard answered it, which is after its commit and the work that follows
+ * (the report index, the positions in memory), so the shard is idle when this resolves. Returns
+ * the time waited (ms).
+ */
+export async function waitSettled(ctx: BenchContext, timeoutMs: number): Promise<number> {
+  const started = performance.now();
+  let quiet = 0;
+  for (;;) {
+    const text = await (await fetch(`${ctx.trackd.url}/metrics`)).text();
+    const samples = [...text.matchAll(/^trackd_scans_(?:in_hand|consumer_pending)(?:\{[^}]*\})? ([\d.e+-]+)$/gm)];
+    if (samples.length === 0) throw new Error('trackd exports no trackd_scans_in_hand / trackd_scans_consumer_pending');
+    quiet = samples.every((m) => Number(m[1]) === 0) ? quiet + 1 : 0;
+    if (quiet >= 2) return performance.now() - started;
+    if (performance.now() - started > timeoutMs) throw new Error(`trackd still held scan messages after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 export const SCAN_OPERATIONS = ['GET /api/v1/reports/asset-locations', 'GET /api/v1/assets/{asset_id}/history'];
 
 /** The field workload from where the seeded history left the assets ('revisit': every asset read once where it is). */

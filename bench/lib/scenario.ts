@@ -27,6 +27,8 @@ export interface BenchOptions {
   bulkRows?: number;
   /** ingest-field's paced latency phase at this offered rate in reads/s (`--field-rate`); undefined: half the burst's measured rate. */
   fieldRate?: number;
+  /** How long ingest-field's paced latency phase publishes (`--field-seconds`); undefined: 4 x `durationSeconds`. */
+  fieldSeconds?: number;
 }
 
 export interface BenchContext {

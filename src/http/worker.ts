@@ -19,7 +19,7 @@ import { PortMailbox } from '../shards/mailbox.js';
 import { ShardRegistry } from '../shards/registry.js';
 import { StorageHealth } from '../storage/health.js';
 import { loadSqlBuilder } from '../storage/sqlite.js';
-import { warmReaderOverlay } from '../scans/rereadLog.js';
+import { readerOverlayOf, warmReaderOverlay } from '../scans/rereadLog.js';
 import type { rateLimitBuffers } from './rateLimit.js';
 import { OwnershipTable } from '../cluster/ownershipTable.js';
 import { threadRpc, type ThreadRpc } from '../cluster/rpcNode.js';
@@ -156,6 +156,16 @@ try {
     const assets = warmReaderOverlay(shard);
     logger.debug({ shard: shard.index, assets, ms: Math.round(performance.now() - started) }, 're-read log read');
   }
+  metrics.onCollect(() => {
+    for (const shard of shards.all())
+      if (shard.reader.open)
+        metrics.set(
+          'trackd_reread_overlay_assets',
+          'Assets whose latest logged re-read this HTTP thread holds for the shard (it follows the log between requests)',
+          { thread: `http-${data.thread}`, shard: shard.index },
+          readerOverlayOf(shard).heldAssets(),
+        );
+  });
   post({ type: 'ready' });
 } catch (err) {
   // The main thread then stops every thread; one that failed has nothing to stop but must still say so,

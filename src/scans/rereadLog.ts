@@ -117,7 +117,10 @@ class SnapshotOverlay extends RereadOverlay {
  */
 class ReaderOverlay extends RereadOverlay {
   private through = 0;
-  private pruned = 0;
+  /** The fold's folded_through last seen: entries at or below it are dropped (pruneSome), a slice per turn. */
+  private pruneThrough = 0;
+  private pruning: Iterator<[number, Reread]> | undefined;
+  private following: NodeJS.Timeout | undefined;
 
   constructor(private readonly shard: Shard) {
     super();
@@ -126,20 +129,93 @@ class ReaderOverlay extends RereadOverlay {
 
   /** Reads the log rows appended since the last call; inside the read transaction of the queries it is laid over. */
   catchUp(): this {
+    this.readNew(Number.POSITIVE_INFINITY);
+    return this;
+  }
+
+  /**
+   * Keeps reading the log between requests, a slice at a time, so that a request reads only what
+   * was appended since the last tick: at 1,000,000 assets a thread that had served no report while
+   * a burst of 500,000 re-reads was applied read them all in its next request, which took 1.1 s,
+   * and every request of the thread waited behind it. Stops once the shard's reader is closed.
+   */
+  follow(): void {
+    if (this.following !== undefined) return;
+    let slicing = false;
+    const tick = (fromSlice: boolean) => {
+      if (slicing && !fromSlice) return;
+      slicing = false;
+      const reader = this.shard.reader;
+      if (!reader.open) {
+        clearInterval(this.following);
+        return;
+      }
+      // A request that holds a read transaction across an await keeps its snapshot: not read past it.
+      if (reader.inTransaction) return;
+      const more = reader.transaction(() => this.readNew(FOLLOW_SLICE))();
+      if (this.pruneSome(PRUNE_SLICE) || more) {
+        slicing = true;
+        setImmediate(() => tick(true));
+      }
+    };
+    this.following = setInterval(() => tick(false), FOLLOW_MS).unref();
+  }
+
+  /** Reads at most `most` of the rows appended since the last read; whether more may remain. */
+  private readNew(most: number): boolean {
     const statements = this.shard.readerStatements;
     const folded = statements.get('SELECT folded_through FROM scan_reread_fold WHERE id = 1').pluck().get() as number;
-    if (folded > this.pruned) {
-      for (const [assetId, r] of this.latest) if (r.seq <= folded) this.latest.delete(assetId);
-      this.pruned = folded;
+    if (folded > this.pruneThrough) {
+      this.pruneThrough = folded;
+      this.pruning = this.latest.entries();
     }
-    const tail = statements.get(`SELECT ${LOG_COLUMNS} FROM scan_rereads WHERE seq > ? ORDER BY seq`).raw();
-    this.through = this.take(tail.iterate(Math.max(this.through, folded)) as Iterable<number[]>, this.through);
-    return this;
+    const from = Math.max(this.through, folded);
+    if (most === Number.POSITIVE_INFINITY) {
+      const tail = statements.get(`SELECT ${LOG_COLUMNS} FROM scan_rereads WHERE seq > ? ORDER BY seq`).raw();
+      this.through = this.take(tail.iterate(from) as Iterable<number[]>, this.through);
+      return false;
+    }
+    const rows = statements
+      .get(`SELECT ${LOG_COLUMNS} FROM scan_rereads WHERE seq > ? ORDER BY seq LIMIT ?`)
+      .raw()
+      .all(from, most) as number[][];
+    this.through = this.take(rows, this.through);
+    return rows.length === most;
+  }
+
+  /**
+   * Drops up to `most` entries the fold has written into scan_positions (seq at or below its
+   * folded_through); whether more may remain. Only memory: such an entry is never laid over,
+   * since its position row has at least its read count. A whole pass over the entries (up to
+   * about half the positions) in one request cost a thread tens of milliseconds at each cycle's end.
+   */
+  private pruneSome(most: number): boolean {
+    const pruning = this.pruning;
+    if (pruning === undefined) return false;
+    for (let n = 0; n < most; n++) {
+      const next = pruning.next();
+      if (next.done === true) {
+        this.pruning = undefined;
+        return false;
+      }
+      const [assetId, r] = next.value;
+      if (r.seq <= this.pruneThrough) this.latest.delete(assetId);
+    }
+    return true;
   }
 }
 
-/** This thread's overlay of the shard (call catchUp() inside the request's read transaction). */
-export const readerOverlayOf = shardState((shard: Shard) => new ReaderOverlay(shard));
+/** How often a reading thread reads the log's new rows between requests, and at most how many in one turn (about 30 ms of its CPU). */
+const FOLLOW_MS = 50;
+const FOLLOW_SLICE = 20_000;
+const PRUNE_SLICE = 100_000;
+
+/** This thread's overlay of the shard (call catchUp() inside the request's read transaction); it follows the log between requests. */
+export const readerOverlayOf = shardState((shard: Shard) => {
+  const overlay = new ReaderOverlay(shard);
+  overlay.follow();
+  return overlay;
+});
 
 /**
  * Reads the shard's whole log into this thread's overlay now (an HTTP thread before it reports

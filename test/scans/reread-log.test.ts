@@ -4,7 +4,7 @@ import { type AssetsClient, assetsClient } from '../helpers/assets.js';
 import { rng } from '../helpers/random.js';
 import { drained, natsClient, publish, publishAll, restartAndKillMidDrain, scanBody } from '../helpers/scans.js';
 import { iso, POSITIONS, shardDb, sqlVisits, type Visit } from '../helpers/shardTruth.js';
-import { spawnTrackd, startNats, startTrackd, type Trackd } from '../helpers/trackd.js';
+import { eventually, spawnTrackd, startNats, startTrackd, type Trackd } from '../helpers/trackd.js';
 
 /**
  * Re-reads of parked tags go to a log (migration 017, src/scans/rereadLog.ts) and are folded into
@@ -335,4 +335,54 @@ t.test('kill -9 while a backlog of re-reads drains: after the restart every read
     'drained: equal to the plain SQL',
   );
   t.ok(after.behind > 0, `positions behind the log after the drain (${after.behind}): the reads above laid it over`);
+});
+
+t.test('every HTTP thread reads the log between requests and drops what the fold wrote: none is left for the next report', async (t) => {
+  const trackd = await startTrackd(t, { env: { ...ENV, HTTP_THREADS: '2' } });
+  const { api, locations, assets } = await setUp(trackd, 'RF', 12);
+  const nc = await natsClient(t, trackd.natsUrl);
+  const db = shardDb(t, trackd.dataDir);
+  const held = async () => {
+    const text = (await trackd.request('GET', '/metrics')).text;
+    return [...text.matchAll(/^trackd_reread_overlay_assets\{thread="(http-\d+)",shard="0"\} (\d+)$/gm)].map((m) => Number(m[2]));
+  };
+  // Assets with a log row the fold has not yet written and deleted: what each thread must hold.
+  const unfolded = () =>
+    db
+      .prepare('SELECT count(DISTINCT asset_id) FROM scan_rereads WHERE seq > (SELECT folded_through FROM scan_reread_fold)')
+      .pluck()
+      .get() as number;
+  // No report, history or export request in between: only the threads' own following reads the log.
+  const holdsOnly = async (want: number) => {
+    let last: number[] = [];
+    const reached = await eventually(async () => {
+      last = await held();
+      return last.length === 2 && last.every((n) => n === want);
+    }, 5000).then(
+      () => true,
+      () => false,
+    );
+    t.ok(reached, `both HTTP threads hold the ${want} assets of the log without a request reading it`, { held: last });
+  };
+  t.same(await held(), [0, 0], 'each HTTP thread holds nothing of the log at start');
+  let at = Date.now() - 3_600_000;
+  const readAt = async (home: number) => {
+    at += 1000;
+    const tags = assets.filter((_, i) => i % locations.length === home).map((a) => `rfid:${a.tag}`);
+    await publish(nc, `scans.${api.orgId}.fixed`, scanBody(locations[home]!.key, tags, new Date(at)));
+  };
+  // Placed, then re-read at their place twice: the re-reads go to the log (the fold's slice of 7 lets rows stay).
+  for (let round = 0; round < 3; round++) for (const home of locations.keys()) await readAt(home);
+  await drained(nc);
+  const first = unfolded();
+  t.ok(first > 0, `the log holds re-reads of ${first} assets`);
+  await holdsOnly(first);
+  // Only the first location's assets re-read, a batch at a time: fold cycles end, the others' rows are written and deleted.
+  for (let k = 0; k < 6; k++) {
+    await readAt(0);
+    await drained(nc);
+  }
+  const second = unfolded();
+  t.ok(second > 0 && second < first, `the fold wrote and deleted the rows of ${first - second} assets`);
+  await holdsOnly(second);
 });
