@@ -2,6 +2,7 @@ import type { Shard } from '../shards/shard.js';
 import { shardState } from '../shards/state.js';
 import type { ShardWriter } from '../shards/writer.js';
 import type { Db } from '../storage/sqlite.js';
+import { RereadTable } from './rereadTable.js';
 
 /**
  * The re-read log (migration 017, docs/field-rereads.md): a re-read that only extends its open visit
@@ -116,15 +117,42 @@ class SnapshotOverlay extends RereadOverlay {
  * thread take snapshots in time order, so the rows read so far are all at or before the current one.
  */
 class ReaderOverlay extends RereadOverlay {
+  /** This thread's entries (the base class's map stays empty). */
+  private readonly table = new RereadTable();
   private through = 0;
   /** The fold's folded_through last seen: entries at or below it are dropped (pruneSome), a slice per turn. */
   private pruneThrough = 0;
-  private pruning: Iterator<[number, Reread]> | undefined;
+  /** The next slot of the table to sweep for them; -1: none to sweep. */
+  private pruneFrom = -1;
   private following: NodeJS.Timeout | undefined;
 
   constructor(private readonly shard: Shard) {
     super();
     this.registerOn(shard.reader);
+  }
+
+  override over(assetId: number, visitId: number, readCount: number): Reread | undefined {
+    const slot = this.table.find(assetId);
+    if (slot < 0 || this.table.visitAt(slot) !== visitId || this.table.readCountAt(slot) <= readCount) return undefined;
+    return {
+      seq: this.table.seqAt(slot),
+      visitId,
+      lastSeenAt: this.table.lastSeenAt(slot),
+      readCount: this.table.readCountAt(slot),
+    };
+  }
+
+  override heldAssets(): number {
+    return this.table.size;
+  }
+
+  protected override take(rows: Iterable<number[]>, through: number): number {
+    let last = through;
+    for (const [seq, assetId, visitId, lastSeenAt, readCount] of rows as Iterable<[number, number, number, number, number]>) {
+      this.table.set(assetId, seq, visitId, lastSeenAt, readCount);
+      last = seq;
+    }
+    return last;
   }
 
   /** Reads the log rows appended since the last call; inside the read transaction of the queries it is laid over. */
@@ -152,7 +180,13 @@ class ReaderOverlay extends RereadOverlay {
       }
       // A request that holds a read transaction across an await keeps its snapshot: not read past it.
       if (reader.inTransaction) return;
-      const more = reader.transaction(() => this.readNew(FOLLOW_SLICE))();
+      let more: boolean;
+      try {
+        more = reader.transaction(() => this.readNew(FOLLOW_SLICE))();
+      } catch {
+        // An unreadable file (an I/O error): the next request that reads the log meets it and answers for it.
+        return;
+      }
       if (this.pruneSome(PRUNE_SLICE) || more) {
         slicing = true;
         setImmediate(() => tick(true));
@@ -167,7 +201,7 @@ class ReaderOverlay extends RereadOverlay {
     const folded = statements.get('SELECT folded_through FROM scan_reread_fold WHERE id = 1').pluck().get() as number;
     if (folded > this.pruneThrough) {
       this.pruneThrough = folded;
-      this.pruning = this.latest.entries();
+      this.pruneFrom = 0;
     }
     const from = Math.max(this.through, folded);
     if (most === Number.POSITIVE_INFINITY) {
@@ -184,24 +218,16 @@ class ReaderOverlay extends RereadOverlay {
   }
 
   /**
-   * Drops up to `most` entries the fold has written into scan_positions (seq at or below its
-   * folded_through); whether more may remain. Only memory: such an entry is never laid over,
-   * since its position row has at least its read count. A whole pass over the entries (up to
-   * about half the positions) in one request cost a thread tens of milliseconds at each cycle's end.
+   * Drops, among the next `most` slots of the table, the entries the fold has written into
+   * scan_positions (seq at or below its folded_through); whether slots remain to sweep. Only
+   * memory: such an entry is never laid over, since its position row has at least its read count.
+   * A whole pass over the entries (up to about half the positions) in one request cost a thread
+   * tens of milliseconds at each cycle's end.
    */
   private pruneSome(most: number): boolean {
-    const pruning = this.pruning;
-    if (pruning === undefined) return false;
-    for (let n = 0; n < most; n++) {
-      const next = pruning.next();
-      if (next.done === true) {
-        this.pruning = undefined;
-        return false;
-      }
-      const [assetId, r] = next.value;
-      if (r.seq <= this.pruneThrough) this.latest.delete(assetId);
-    }
-    return true;
+    if (this.pruneFrom < 0) return false;
+    this.pruneFrom = this.table.prune(this.pruneFrom, most, this.pruneThrough);
+    return this.pruneFrom >= 0;
   }
 }
 
