@@ -142,6 +142,13 @@ class ReaderOverlay extends RereadOverlay {
     };
   }
 
+  /** As over(), without an object per row: SQLite calls it for every row its report sorts (reread_seen). */
+  override lastSeen(assetId: number, visitId: number, readCount: number, lastSeenAt: number): number {
+    const slot = this.table.find(assetId);
+    if (slot < 0 || this.table.visitAt(slot) !== visitId || this.table.readCountAt(slot) <= readCount) return lastSeenAt;
+    return this.table.lastSeenAt(slot);
+  }
+
   override heldAssets(): number {
     return this.table.size;
   }
