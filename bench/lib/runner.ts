@@ -20,8 +20,8 @@ const log = (text: string) => process.stderr.write(`[bench] ${text}\n`);
 /**
  * Reads every file of `dir` once, so that the kernel's page cache holds them. At the large size a
  * reused data dir was partly out of the cache after other work (2.4 of 5.5 GiB of the shard file
- * resident), and each scan batch's moves then waited for the disk: the publish-to-visible p99 of
- * runs of the same build moved between about 100 ms and 1 s with it.
+ * resident), and the moves of the scan batches then waited for the disk: the shard and the
+ * checkpointer blocked for 200-375 ms at a time (README, "the p99's causes found").
  */
 function warmPageCache(dir: string): { bytes: number; seconds: number } {
   const started = performance.now();
@@ -102,7 +102,7 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
     const warm = warmPageCache(path.join(dataDir, 'shards'));
     log(`read ${(warm.bytes / 2 ** 30).toFixed(1)} GiB of shard files in ${warm.seconds} s (page cache)`);
     dataset.notes.push(
-      `the shard files (${(warm.bytes / 2 ** 30).toFixed(1)} GiB) read once before the measured run, in ${warm.seconds} s: the page cache holds them as a long-running server's would, whatever earlier work left there`,
+      `the shard files (${(warm.bytes / 2 ** 30).toFixed(1)} GiB) read once before the measured run, in ${warm.seconds} s: the run starts with them in the page cache, whatever earlier work left there`,
     );
     ctx.trackd = current = await TrackdProcess.start({ dataDir, natsUrl: nats.url, nodeArgs: profileArgs(options) });
 

@@ -228,8 +228,8 @@ class ReaderOverlay extends RereadOverlay {
    * Drops, among the next `most` slots of the table, the entries the fold has written into
    * scan_positions (seq at or below its folded_through); whether slots remain to sweep. Only
    * memory: such an entry is never laid over, since its position row has at least its read count.
-   * A whole pass over the entries (up to about half the positions) in one request cost a thread
-   * tens of milliseconds at each cycle's end.
+   * Before, the one request that first saw a new folded_through made a whole pass over the
+   * entries (up to about half the positions) at each cycle's end.
    */
   private pruneSome(most: number): boolean {
     if (this.pruneFrom < 0) return false;
