@@ -132,8 +132,8 @@ class ReaderOverlay extends RereadOverlay {
   }
 
   override over(assetId: number, visitId: number, readCount: number): Reread | undefined {
-    const slot = this.table.find(assetId);
-    if (slot < 0 || this.table.visitAt(slot) !== visitId || this.table.readCountAt(slot) <= readCount) return undefined;
+    const slot = this.newerSlot(assetId, visitId, readCount);
+    if (slot < 0) return undefined;
     return {
       seq: this.table.seqAt(slot),
       visitId,
@@ -144,9 +144,14 @@ class ReaderOverlay extends RereadOverlay {
 
   /** As over(), without an object per row: SQLite calls it for every row its report sorts (reread_seen). */
   override lastSeen(assetId: number, visitId: number, readCount: number, lastSeenAt: number): number {
+    const slot = this.newerSlot(assetId, visitId, readCount);
+    return slot < 0 ? lastSeenAt : this.table.lastSeenAt(slot);
+  }
+
+  /** The slot of the asset's entry when it is newer than a scan_positions row (the rule of over()), else -1. */
+  private newerSlot(assetId: number, visitId: number, readCount: number): number {
     const slot = this.table.find(assetId);
-    if (slot < 0 || this.table.visitAt(slot) !== visitId || this.table.readCountAt(slot) <= readCount) return lastSeenAt;
-    return this.table.lastSeenAt(slot);
+    return slot >= 0 && this.table.visitAt(slot) === visitId && this.table.readCountAt(slot) > readCount ? slot : -1;
   }
 
   override heldAssets(): number {
