@@ -6,7 +6,7 @@
  * from a connection of the probe after each batch, so each count is one commit's) and the
  * checkpoint's time. Prints one JSON document.
  *
- *   node dist/bench/probes/fieldRereads.js --data DIR [--batch 20000] [--batches 5] [--moves 0.05] [--gap-s 300] [--warm] [--profile FILE] [--shard N]
+ *   node dist/bench/probes/fieldRereads.js --data DIR [--batch 20000] [--batches 5] [--moves 0.05] [--gap-s 300] [--warm] [--profile FILE] [--shard N] [--wal-pages] [--drop-index NAME]
  *   node dist/bench/probes/fieldRereads.js --data DIR --prepare
  *
  * DIR is a stopped trackd's DATA_DIR (bench --keep: <workdir>/data); it is copied first, except
@@ -19,6 +19,8 @@
  * first read of each asset opens a new visit (a history row) instead. --warm reads every position
  * once where it is before the measured batches (not measured), as the bench's ingest-field does, so
  * that they meet tags and positions already in the writer's memory, as a running trackd's would.
+ * --wal-pages adds the measured batches' WAL frames by the table or index their page belongs to
+ * (`wal_frames_by_name`, from dbstat after the last batch, which reads the whole file once).
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -44,6 +46,8 @@ const { values } = parseArgs({
     warm: { type: 'boolean' },
     profile: { type: 'string' },
     shard: { type: 'string' },
+    'wal-pages': { type: 'boolean' },
+    'drop-index': { type: 'string' },
   },
 });
 if (values.data === undefined) throw new Error('--data DIR is required');
@@ -65,6 +69,9 @@ const control = await ControlPlane.open(dataDir);
 const shardFile = values.shard === undefined ? largestShardFile(dataDir) : path.join(dataDir, 'shards', `shard-${values.shard}.sqlite`);
 const shardIndex = Number(/shard-(\d+)\.sqlite$/.exec(shardFile)![1]);
 const side = openDatabase(shardFile);
+// --drop-index NAME: what one index costs the batches (the copy loses it; the probe's writes never name it).
+if (values['drop-index'] !== undefined && values.prepare) throw new Error('--drop-index works on a copy: not with --prepare');
+if (values['drop-index'] !== undefined) side.exec(`DROP INDEX ${values['drop-index']}`);
 const { orgId, maxSeen } = side
   .prepare('SELECT org_id AS orgId, max(last_seen_at) AS maxSeen FROM scan_positions GROUP BY org_id ORDER BY count(*) DESC LIMIT 1')
   .get() as {
@@ -104,8 +111,21 @@ function scan(locationId: number, assetIds: number[], observedAt: number, tag: s
 }
 
 const walFile = `${shardFile}-wal`;
+/** --wal-pages: how often each page number appeared in the measured batches' WAL frames. */
+const walPages = new Map<number, number>();
+let countWalPages = false;
+/** Adds the page numbers of the WAL's frames (header of 32 bytes, then frames of a 24-byte header and one page). */
+function tallyWalPages(pageSize: number): void {
+  if (!fs.existsSync(walFile)) return;
+  const wal = fs.readFileSync(walFile);
+  for (let at = 32; at + 24 + pageSize <= wal.length; at += 24 + pageSize) {
+    const page = wal.readUInt32BE(at);
+    walPages.set(page, (walPages.get(page) ?? 0) + 1);
+  }
+}
 /** The WAL's frames since the last call (the WAL is truncated each time), and what the checkpoint took. */
 const checkpoint = () => {
+  if (countWalPages) tallyWalPages(side.pragma('page_size', { simple: true }) as number);
   const frames = Math.round(
     (fs.existsSync(walFile) ? fs.statSync(walFile).size - 32 : 0) / ((side.pragma('page_size', { simple: true }) as number) + 24),
   );
@@ -191,6 +211,7 @@ if (values.prepare) {
     await profiler.post('Profiler.start');
   }
   const batches: Record<string, number>[] = [];
+  countWalPages = values['wal-pages'] === true;
   for (let b = 0; b < BATCHES; b++) {
     const items: SourcedScan[] = [];
     let reads = 0;
@@ -222,6 +243,18 @@ if (values.prepare) {
     fs.writeFileSync(values.profile!, JSON.stringify(profile));
     profiler.disconnect();
   }
+  countWalPages = false;
+  // Which table or index each written page belongs to now (dbstat walks every b-tree of the file once).
+  const framesByName: Record<string, number> = {};
+  if (walPages.size > 0) {
+    for (const { name, pageno } of side.prepare('SELECT name, pageno FROM dbstat').iterate() as IterableIterator<{
+      name: string;
+      pageno: number;
+    }>) {
+      const frames = walPages.get(pageno);
+      if (frames !== undefined) framesByName[name] = (framesByName[name] ?? 0) + frames;
+    }
+  }
   const history = side.prepare('SELECT count(*) FROM scan_history').pluck().get();
   const median = (key: string) => [...batches.map((b) => b[key]!)].sort((a, b) => a - b)[Math.floor(batches.length / 2)];
   process.stdout.write(
@@ -241,6 +274,7 @@ if (values.prepare) {
           checkpoint_ms: median('checkpoint_ms'),
         },
         batches,
+        wal_frames_by_name: walPages.size > 0 ? framesByName : undefined,
       },
       null,
       2,
