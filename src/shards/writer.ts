@@ -305,6 +305,16 @@ export class ShardWriter {
 
   close(): void {
     this.stopCheckpoints();
+    // SQLite copies the WAL back at close only on the file's last connection, and the checkpoint
+    // worker lets go of the file only when its message arrives: a clean stop left up to hundreds of
+    // MB of WAL for the next start to read. Copy it back and truncate it here, waiting at most a
+    // second for a reader still in a transaction (then the next start reads what is left).
+    try {
+      this.writer.pragma('busy_timeout = 1000');
+      this.writer.pragma('wal_checkpoint(TRUNCATE)');
+    } catch {
+      // Closed file or I/O error: the close below reports what matters, and the WAL stays valid.
+    }
     this.writer.close();
   }
 }

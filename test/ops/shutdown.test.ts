@@ -1,4 +1,6 @@
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import t from 'tap';
 import { seed } from '../helpers/masterdata.js';
 import { drained, natsClient } from '../helpers/scans.js';
@@ -115,6 +117,16 @@ t.test('SIGTERM under HTTP load and ingest', async (t) => {
   await publisher.stop();
   t.equal(code, 0, 'exit code 0');
   t.ok(took < 10_000, `exited ${took} ms after SIGTERM (limit 10 s)`);
+  // SQLite closed: each shard's WAL copied back into its file, so the next start has none to read.
+  const wals = fs
+    .readdirSync(path.join(trackd.dataDir, 'shards'))
+    .filter((name) => name.endsWith('.sqlite-wal'))
+    .map((name) => ({ name, bytes: fs.statSync(path.join(trackd.dataDir, 'shards', name)).size }));
+  t.same(
+    wals.filter((wal) => wal.bytes > 0),
+    [],
+    `no shard WAL left with frames after the exit (${wals.map((wal) => `${wal.name} ${wal.bytes} B`).join(', ') || 'none left'})`,
+  );
   t.comment(`load outcomes: ${JSON.stringify(outcomes)}; ${created} created; ${publisher.acked()} scans acknowledged`);
   t.same(problems, [], 'no 500 and every error with its envelope');
   t.ok((outcomes[200] ?? 0) + (outcomes[201] ?? 0) > 50, 'the load was real');
