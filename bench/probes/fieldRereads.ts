@@ -111,11 +111,11 @@ function scan(locationId: number, assetIds: number[], observedAt: number, tag: s
 }
 
 const walFile = `${shardFile}-wal`;
+const pageSize = side.pragma('page_size', { simple: true }) as number;
 /** --wal-pages: how often each page number appeared in the measured batches' WAL frames. */
 const walPages = new Map<number, number>();
-let countWalPages = false;
 /** Adds the page numbers of the WAL's frames (header of 32 bytes, then frames of a 24-byte header and one page). */
-function tallyWalPages(pageSize: number): void {
+function tallyWalPages(): void {
   if (!fs.existsSync(walFile)) return;
   const wal = fs.readFileSync(walFile);
   for (let at = 32; at + 24 + pageSize <= wal.length; at += 24 + pageSize) {
@@ -125,10 +125,7 @@ function tallyWalPages(pageSize: number): void {
 }
 /** The WAL's frames since the last call (the WAL is truncated each time), and what the checkpoint took. */
 const checkpoint = () => {
-  if (countWalPages) tallyWalPages(side.pragma('page_size', { simple: true }) as number);
-  const frames = Math.round(
-    (fs.existsSync(walFile) ? fs.statSync(walFile).size - 32 : 0) / ((side.pragma('page_size', { simple: true }) as number) + 24),
-  );
+  const frames = Math.round((fs.existsSync(walFile) ? fs.statSync(walFile).size - 32 : 0) / (pageSize + 24));
   const started = performance.now();
   side.pragma('wal_checkpoint(TRUNCATE)');
   return { frames: Math.max(0, frames), ms: performance.now() - started };
@@ -211,7 +208,6 @@ if (values.prepare) {
     await profiler.post('Profiler.start');
   }
   const batches: Record<string, number>[] = [];
-  countWalPages = values['wal-pages'] === true;
   for (let b = 0; b < BATCHES; b++) {
     const items: SourcedScan[] = [];
     let reads = 0;
@@ -226,6 +222,7 @@ if (values.prepare) {
     const ms = performance.now() - started;
     const used = process.cpuUsage(cpu);
     const applied = outcomes.reduce((n, o) => n + (o.kind === 'applied' ? o.readsApplied : 0), 0);
+    if (values['wal-pages']) tallyWalPages();
     const wal = checkpoint();
     batches.push({
       reads,
@@ -243,7 +240,6 @@ if (values.prepare) {
     fs.writeFileSync(values.profile!, JSON.stringify(profile));
     profiler.disconnect();
   }
-  countWalPages = false;
   // Which table or index each written page belongs to now (dbstat walks every b-tree of the file once).
   const framesByName: Record<string, number> = {};
   if (walPages.size > 0) {
