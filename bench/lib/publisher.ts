@@ -42,6 +42,8 @@ const js = jetstream(nc);
 const generator = new ScanGenerator(spec.plan);
 
 const probeLatencies: number[] = [];
+/** BENCH_PROBE_LOG=FILE: every probe's publish time (epoch ms, as TRACKD_PAUSE_TRACE stamps its lines) and latency, to line up a slow probe with trackd's traces. */
+const probeLog: string[] | undefined = process.env.BENCH_PROBE_LOG ? [] : undefined;
 const pollLatencies: number[] = [];
 /** Probes waiting to be seen: the asset of a message, its observed_at, and when it was published. */
 const outstanding: { asset: number; observedAt: number; publishedAt: number }[] = [];
@@ -71,6 +73,9 @@ async function pollProbes(): Promise<void> {
         const p = outstanding[i]!;
         if ((lastSeen.get(p.asset) ?? 0) >= p.observedAt) {
           probeLatencies.push(seenAt - p.publishedAt);
+          probeLog?.push(
+            `${JSON.stringify({ published_at: Math.round(performance.timeOrigin + p.publishedAt), ms: +(seenAt - p.publishedAt).toFixed(1), asset: p.asset })}\n`,
+          );
           outstanding.splice(i, 1);
         } else if (seenAt - p.publishedAt > PROBE_TIMEOUT_MS)
           throw new Error(`scan for asset ${p.asset} not visible within ${PROBE_TIMEOUT_MS / 1000} s`);
@@ -143,6 +148,7 @@ if (failure !== undefined) {
 generator.savePositions();
 publishingDone = true;
 await poller;
+if (probeLog !== undefined && probeLog.length > 0) fs.appendFileSync(process.env.BENCH_PROBE_LOG!, probeLog.join(''));
 await nc.close();
 const result: PublishResult = {
   published,
