@@ -10,7 +10,6 @@ import { reportIndexOf, type ReportIndex } from './reportIndex.js';
 import { extendsEarlier, visitStep } from './visits.js';
 import { eventLogOf, type EventLog } from '../events/log.js';
 import { foldSliceOf, laidOver, rereadLogOf, type RereadBatch, type RereadLog } from './rereadLog.js';
-import { PositionTable } from './positionTable.js';
 
 export type ScanOutcome =
   | { kind: 'applied'; readsApplied: number; unknownTags: number; locationTags: number }
@@ -68,7 +67,7 @@ interface HistoryRow {
   read_count: number;
 }
 
-/** Most positions (current location and open visit of an asset) kept in memory per shard; 61 bytes a slot (positionTable.ts), up to 128 MiB. */
+/** Most positions (current location and open visit of an asset) kept in memory per shard; about 150 bytes each. */
 const MAX_POSITIONS = 1_000_000;
 
 /**
@@ -142,7 +141,7 @@ function prepareStatements(db: Db) {
  * All of it is touched only from inside the shard's mailbox.
  */
 class ScanStore {
-  private readonly positions = new PositionTable();
+  private readonly positions = new Map<number, Position | null>();
   /** Resolved tags (asset id, or LOCATION_TAG) and unresolved ones, kept apart so new tags drop only the misses. */
   private readonly tagHits = new TagCache(MAX_CACHED_TAGS);
   private readonly tagMisses = new TagCache(MAX_CACHED_TAGS);
@@ -413,11 +412,16 @@ class ScanStore {
   }
 
   /**
-   * Keeps the positions in memory bounded: between batches, past MAX_POSITIONS a quarter is
-   * dropped (each is reloaded from scan_positions when its asset is next scanned).
+   * Keeps the positions in memory bounded: between batches, past MAX_POSITIONS the oldest-loaded
+   * quarter is dropped (each is reloaded from scan_positions when its asset is next scanned).
    */
   private trimPositions(): void {
-    if (this.positions.size > MAX_POSITIONS) this.positions.trimTo(Math.floor(MAX_POSITIONS * 0.75));
+    if (this.positions.size <= MAX_POSITIONS) return;
+    let drop = this.positions.size - Math.floor(MAX_POSITIONS * 0.75);
+    for (const assetId of this.positions.keys()) {
+      if (drop-- <= 0) break;
+      this.positions.delete(assetId);
+    }
   }
 
   /** Loads committed positions (null for an asset never scanned) of assets not yet in memory, in one query. */
@@ -455,14 +459,14 @@ class ScanStore {
   private position(assetId: number, touched: Map<number, Position>): Position | undefined {
     const inBatch = touched.get(assetId);
     if (inBatch !== undefined) return inBatch;
-    // The table hands out copies: this one is the batch's to change until it commits.
-    let copy = this.positions.get(assetId);
-    if (copy === undefined) {
+    let committed = this.positions.get(assetId);
+    if (committed === undefined) {
       const row = this.s.position.get(assetId) as PositionRow | undefined;
-      copy = row === undefined ? null : positionOf(laidOver(this.rereads, row));
-      this.positions.set(assetId, copy);
+      committed = row === undefined ? null : positionOf(laidOver(this.rereads, row));
+      this.positions.set(assetId, committed);
     }
-    if (copy === null) return undefined;
+    if (committed === null) return undefined;
+    const copy = copyOf(committed);
     touched.set(assetId, copy);
     return copy;
   }
@@ -554,6 +558,21 @@ function positionOf(row: PositionRow): Position {
     visitReadCount: row.visit_read_count,
     visitCount: row.visit_count,
     stored: true,
+  };
+}
+
+/** A position to change in a batch (a literal of the same shape: a spread of it cost as much as the rest of a re-read's JS). */
+function copyOf(p: Position): Position {
+  return {
+    assetId: p.assetId,
+    orgId: p.orgId,
+    locationId: p.locationId,
+    lastSeenAt: p.lastSeenAt,
+    visitId: p.visitId,
+    visitStartedAt: p.visitStartedAt,
+    visitReadCount: p.visitReadCount,
+    visitCount: p.visitCount,
+    stored: p.stored,
   };
 }
 
