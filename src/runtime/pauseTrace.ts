@@ -7,6 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import v8 from 'node:v8';
 import { PerformanceObserver, performance } from 'node:perf_hooks';
 
 const dir = process.env.TRACKD_PAUSE_TRACE || undefined;
@@ -61,7 +62,13 @@ export function tracePauses(thread: string): void {
   }, LATE_CHECK_MS).unref();
   let secondFrom = schedstat();
   setInterval(() => {
-    push('sec', wall(), since(secondFrom));
+    const heap = v8.getHeapStatistics();
+    push('sec', wall(), {
+      ...since(secondFrom),
+      heap_mb: Math.round(heap.used_heap_size / 1048576),
+      heap_total_mb: Math.round(heap.total_heap_size / 1048576),
+      external_mb: Math.round(heap.external_memory / 1048576),
+    });
     secondFrom = schedstat();
   }, 1000).unref();
   setInterval(flushTrace, 500).unref();

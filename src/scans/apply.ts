@@ -10,6 +10,7 @@ import { reportIndexOf, type ReportIndex } from './reportIndex.js';
 import { extendsEarlier, visitStep } from './visits.js';
 import { eventLogOf, type EventLog } from '../events/log.js';
 import { foldSliceOf, laidOver, rereadLogOf, type RereadBatch, type RereadLog } from './rereadLog.js';
+import { PositionTable, type StoredPosition } from './positionTable.js';
 
 export type ScanOutcome =
   | { kind: 'applied'; readsApplied: number; unknownTags: number; locationTags: number }
@@ -43,17 +44,8 @@ export interface BatchTime {
 
 const DEFAULT_EVENT_ID_RETENTION_MS = 86_400_000;
 
-/** The current location of an asset and its open visit (its latest history event). */
-interface Position {
-  assetId: number;
-  orgId: number;
-  locationId: number;
-  lastSeenAt: number;
-  visitId: number;
-  visitStartedAt: number;
-  visitReadCount: number;
-  /** The asset's visits (its scan_history rows): history's total_count without counting them. */
-  visitCount: number;
+/** The current location of an asset and its open visit (its latest history event), as a batch changes it. */
+interface Position extends StoredPosition {
   /** Whether its scan_positions row exists (insert copies the asset's liveness; update does not touch it). */
   stored: boolean;
 }
@@ -67,7 +59,7 @@ interface HistoryRow {
   read_count: number;
 }
 
-/** Most positions (current location and open visit of an asset) kept in memory per shard; about 150 bytes each. */
+/** Most positions (current location and open visit of an asset) kept in memory per shard; 61 bytes a slot (positionTable.ts), up to 128 MiB. */
 const MAX_POSITIONS = 1_000_000;
 
 /**
@@ -141,7 +133,7 @@ function prepareStatements(db: Db) {
  * All of it is touched only from inside the shard's mailbox.
  */
 class ScanStore {
-  private readonly positions = new Map<number, Position | null>();
+  private readonly positions = new PositionTable();
   /** Resolved tags (asset id, or LOCATION_TAG) and unresolved ones, kept apart so new tags drop only the misses. */
   private readonly tagHits = new TagCache(MAX_CACHED_TAGS);
   private readonly tagMisses = new TagCache(MAX_CACHED_TAGS);
@@ -231,7 +223,7 @@ class ScanStore {
       if (moves === undefined) movesByOrg.set(p.orgId, (moves = []));
       moves.push({
         assetId,
-        before: p.stored ? this.positions.get(assetId)! : undefined,
+        before: p.stored ? this.committedPlace(assetId) : undefined,
         lastSeenAt: p.lastSeenAt,
         locationId: p.locationId,
       });
@@ -277,19 +269,25 @@ class ScanStore {
     const logsRereads = this.rereads.logsRereads(options.foldSlice);
     // In asset-id order: consecutive rows share b-tree pages, which each statement then finds in cache.
     for (const p of [...touched.values()].sort((a, b) => a.assetId - b.assetId)) {
-      const before = p.stored ? this.positions.get(p.assetId) : undefined;
+      // The committed position, read from the table's columns (a copy per touched position would be garbage of every batch).
+      const committed = this.positions;
+      const at = p.stored ? committed.find(p.assetId) : -1;
+      const before = at >= 0 && committed.placedAt(at) ? at : -1;
       const sameVisit =
-        before != null && before.locationId === p.locationId && before.visitId === p.visitId && before.visitStartedAt === p.visitStartedAt;
+        before >= 0 &&
+        committed.locationAt(before) === p.locationId &&
+        committed.visitAt(before) === p.visitId &&
+        committed.visitStartAt(before) === p.visitStartedAt;
       // A re-read that only extends its open visit is logged (a few bytes in a new page) instead of
       // rewriting its row's page, except on a small table; everything else writes scan_positions,
       // whose row is then newer than the log's.
-      if (sameVisit && before.visitCount === p.visitCount && logsRereads) {
+      if (sameVisit && committed.visitCountAt(before) === p.visitCount && logsRereads) {
         this.rereads.append(log, p.assetId, p.visitId, p.lastSeenAt, p.visitReadCount);
         continue;
       }
       if (p.stored) log.written.push(p.assetId);
       if (sameVisit) this.s.extendPosition.run(p.lastSeenAt, p.visitReadCount, p.visitCount, p.assetId);
-      else if (before != null && before.locationId === p.locationId)
+      else if (before >= 0 && committed.locationAt(before) === p.locationId)
         this.s.revisitPosition.run(p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount, p.visitCount, p.assetId);
       else if (p.stored)
         this.s.updatePosition.run(p.locationId, p.lastSeenAt, p.visitId, p.visitStartedAt, p.visitReadCount, p.visitCount, p.assetId);
@@ -412,16 +410,17 @@ class ScanStore {
   }
 
   /**
-   * Keeps the positions in memory bounded: between batches, past MAX_POSITIONS the oldest-loaded
-   * quarter is dropped (each is reloaded from scan_positions when its asset is next scanned).
+   * Keeps the positions in memory bounded: between batches, past MAX_POSITIONS a quarter is
+   * dropped (each is reloaded from scan_positions when its asset is next scanned).
    */
   private trimPositions(): void {
-    if (this.positions.size <= MAX_POSITIONS) return;
-    let drop = this.positions.size - Math.floor(MAX_POSITIONS * 0.75);
-    for (const assetId of this.positions.keys()) {
-      if (drop-- <= 0) break;
-      this.positions.delete(assetId);
-    }
+    if (this.positions.size > MAX_POSITIONS) this.positions.trimTo(Math.floor(MAX_POSITIONS * 0.75));
+  }
+
+  /** Where a committed position is ranked in the report index (its place before the batch that touched it). */
+  private committedPlace(assetId: number): { lastSeenAt: number; locationId: number } {
+    const at = this.positions.find(assetId);
+    return { lastSeenAt: this.positions.seenAt(at), locationId: this.positions.locationAt(at) };
   }
 
   /** Loads committed positions (null for an asset never scanned) of assets not yet in memory, in one query. */
@@ -459,14 +458,14 @@ class ScanStore {
   private position(assetId: number, touched: Map<number, Position>): Position | undefined {
     const inBatch = touched.get(assetId);
     if (inBatch !== undefined) return inBatch;
-    let committed = this.positions.get(assetId);
-    if (committed === undefined) {
+    // The table hands out copies: this one is the batch's to change until it commits.
+    let copy = this.positions.get(assetId);
+    if (copy === undefined) {
       const row = this.s.position.get(assetId) as PositionRow | undefined;
-      committed = row === undefined ? null : positionOf(laidOver(this.rereads, row));
-      this.positions.set(assetId, committed);
+      copy = row === undefined ? null : positionOf(laidOver(this.rereads, row));
+      this.positions.set(assetId, copy);
     }
-    if (committed === null) return undefined;
-    const copy = copyOf(committed);
+    if (copy === null) return undefined;
     touched.set(assetId, copy);
     return copy;
   }
@@ -558,21 +557,6 @@ function positionOf(row: PositionRow): Position {
     visitReadCount: row.visit_read_count,
     visitCount: row.visit_count,
     stored: true,
-  };
-}
-
-/** A position to change in a batch (a literal of the same shape: a spread of it cost as much as the rest of a re-read's JS). */
-function copyOf(p: Position): Position {
-  return {
-    assetId: p.assetId,
-    orgId: p.orgId,
-    locationId: p.locationId,
-    lastSeenAt: p.lastSeenAt,
-    visitId: p.visitId,
-    visitStartedAt: p.visitStartedAt,
-    visitReadCount: p.visitReadCount,
-    visitCount: p.visitCount,
-    stored: p.stored,
   };
 }
 

@@ -51,28 +51,42 @@ const LOG_COLUMNS = 'seq, asset_id, visit_id, last_seen_at, visit_read_count';
  * visit writes scan_positions itself, so a log row of another visit is older than the row).
  */
 export class RereadOverlay {
-  protected readonly latest = new Map<number, Reread>();
+  /**
+   * The entries in typed columns (rereadTable.ts), for every holder: the writer's up to a cycle of
+   * entries as a `Map` of small objects were up to 1,500,000 objects (each `lastSeenAt` a boxed
+   * double) that every full collection of the shard thread's heap marked.
+   */
+  protected readonly table = new RereadTable();
 
   /** The re-read that is newer than a scan_positions row (asset, visit, read count), if any. */
   over(assetId: number, visitId: number, readCount: number): Reread | undefined {
-    const r = this.latest.get(assetId);
-    return r !== undefined && r.visitId === visitId && r.readCount > readCount ? r : undefined;
+    const slot = this.newerSlot(assetId, visitId, readCount);
+    if (slot < 0) return undefined;
+    return { seq: this.table.seqAt(slot), visitId, lastSeenAt: this.table.lastSeenAt(slot), readCount: this.table.readCountAt(slot) };
   }
 
   /** Assets whose latest logged re-read this overlay holds. */
   heldAssets(): number {
-    return this.latest.size;
+    return this.table.size;
   }
 
+  /** As over(), without an object per row: SQLite calls it for every row its report sorts (reread_seen). */
   lastSeen(assetId: number, visitId: number, readCount: number, lastSeenAt: number): number {
-    return this.over(assetId, visitId, readCount)?.lastSeenAt ?? lastSeenAt;
+    const slot = this.newerSlot(assetId, visitId, readCount);
+    return slot < 0 ? lastSeenAt : this.table.lastSeenAt(slot);
+  }
+
+  /** The slot of the asset's entry when it is newer than a scan_positions row (the rule of over()), else -1. */
+  private newerSlot(assetId: number, visitId: number, readCount: number): number {
+    const slot = this.table.find(assetId);
+    return slot >= 0 && this.table.visitAt(slot) === visitId && this.table.readCountAt(slot) > readCount ? slot : -1;
   }
 
   /** Log rows in seq order (raw: seq, asset_id, visit_id, last_seen_at, visit_read_count); returns the last seq. */
   protected take(rows: Iterable<number[]>, through: number): number {
     let last = through;
     for (const [seq, assetId, visitId, lastSeenAt, readCount] of rows as Iterable<[number, number, number, number, number]>) {
-      this.latest.set(assetId, { seq, visitId, lastSeenAt, readCount });
+      this.table.set(assetId, seq, visitId, lastSeenAt, readCount);
       last = seq;
     }
     return last;
@@ -117,8 +131,6 @@ class SnapshotOverlay extends RereadOverlay {
  * thread take snapshots in time order, so the rows read so far are all at or before the current one.
  */
 class ReaderOverlay extends RereadOverlay {
-  /** This thread's entries (the base class's map stays empty). */
-  private readonly table = new RereadTable();
   private through = 0;
   /** The fold's folded_through last seen: entries at or below it are dropped (pruneSome), a slice per turn. */
   private pruneThrough = 0;
@@ -129,42 +141,6 @@ class ReaderOverlay extends RereadOverlay {
   constructor(private readonly shard: Shard) {
     super();
     this.registerOn(shard.reader);
-  }
-
-  override over(assetId: number, visitId: number, readCount: number): Reread | undefined {
-    const slot = this.newerSlot(assetId, visitId, readCount);
-    if (slot < 0) return undefined;
-    return {
-      seq: this.table.seqAt(slot),
-      visitId,
-      lastSeenAt: this.table.lastSeenAt(slot),
-      readCount: this.table.readCountAt(slot),
-    };
-  }
-
-  /** As over(), without an object per row: SQLite calls it for every row its report sorts (reread_seen). */
-  override lastSeen(assetId: number, visitId: number, readCount: number, lastSeenAt: number): number {
-    const slot = this.newerSlot(assetId, visitId, readCount);
-    return slot < 0 ? lastSeenAt : this.table.lastSeenAt(slot);
-  }
-
-  /** The slot of the asset's entry when it is newer than a scan_positions row (the rule of over()), else -1. */
-  private newerSlot(assetId: number, visitId: number, readCount: number): number {
-    const slot = this.table.find(assetId);
-    return slot >= 0 && this.table.visitAt(slot) === visitId && this.table.readCountAt(slot) > readCount ? slot : -1;
-  }
-
-  override heldAssets(): number {
-    return this.table.size;
-  }
-
-  protected override take(rows: Iterable<number[]>, through: number): number {
-    let last = through;
-    for (const [seq, assetId, visitId, lastSeenAt, readCount] of rows as Iterable<[number, number, number, number, number]>) {
-      this.table.set(assetId, seq, visitId, lastSeenAt, readCount);
-      last = seq;
-    }
-    return last;
   }
 
   /** Reads the log rows appended since the last call; inside the read transaction of the queries it is laid over. */
@@ -309,14 +285,14 @@ export class RereadLog extends RereadOverlay {
     };
     const { folded_through } = this.s.state.get() as FoldState;
     const last = this.take(p(`SELECT ${LOG_COLUMNS} FROM scan_rereads ORDER BY seq`).raw().iterate() as Iterable<number[]>, 0);
-    for (const assetId of this.latest.keys()) this.file(assetId);
+    this.table.forEachId((assetId) => this.file(assetId));
     this.nextSeq = Math.max(last, folded_through) + 1;
     this.registerOn(db);
   }
 
   /** Entries not yet folded (for start-up logs and the README's figures). */
   get size(): number {
-    return this.latest.size;
+    return this.table.size;
   }
 
   begin(): RereadBatch {
@@ -338,10 +314,11 @@ export class RereadLog extends RereadOverlay {
     const whole = n === slice;
     const to = whole ? last! : Number.POSITIVE_INFINITY;
     batch.slice = { from: state.cursor, to };
-    for (const assetId of this.filedIn(state.cursor, to)) if (this.latest.has(assetId)) batch.folded.push(assetId);
+    for (const assetId of this.filedIn(state.cursor, to)) if (this.table.find(assetId) >= 0) batch.folded.push(assetId);
     for (const assetId of batch.folded) {
-      const r = this.latest.get(assetId)!;
-      this.s.fold.run(r.lastSeenAt, r.readCount, assetId, r.visitId, r.readCount);
+      const slot = this.table.find(assetId);
+      const readCount = this.table.readCountAt(slot);
+      this.s.fold.run(this.table.lastSeenAt(slot), readCount, assetId, this.table.visitAt(slot), readCount);
     }
     if (whole) this.s.saveState.run(last, state.cycle_seq, state.folded_through);
     else {
@@ -373,12 +350,12 @@ export class RereadLog extends RereadOverlay {
 
   /** After the batch committed (never after a rollback: then nothing of it happened). */
   committed(batch: RereadBatch): void {
-    for (const assetId of batch.folded) this.latest.delete(assetId);
-    for (const assetId of batch.written) this.latest.delete(assetId);
+    for (const assetId of batch.folded) this.table.delete(assetId);
+    for (const assetId of batch.written) this.table.delete(assetId);
     if (batch.slice !== undefined) this.unfile(batch.slice.from, batch.slice.to);
     for (const [assetId, r] of batch.appended) {
-      if (!this.latest.has(assetId)) this.file(assetId);
-      this.latest.set(assetId, r);
+      if (this.table.find(assetId) < 0) this.file(assetId);
+      this.table.set(assetId, r.seq, r.visitId, r.lastSeenAt, r.readCount);
     }
     this.nextSeq += batch.appended.length;
   }
@@ -386,7 +363,7 @@ export class RereadLog extends RereadOverlay {
   /**
    * The asset ids of the entries, filed by bucket of consecutive ids, so that a fold finds those of
    * its slice without walking the slice's positions. A bucket may still hold ids whose entry is gone
-   * (written by a move) or twice; the fold checks each against `latest`, and a fold's commit empties
+   * (written by a move) or twice; the fold checks each against the table, and a fold's commit empties
    * the buckets of its slice.
    */
   private readonly buckets = new Map<number, number[]>();

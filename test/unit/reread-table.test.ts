@@ -6,6 +6,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { RereadTable } from '../../src/scans/rereadTable.js';
+import { spreadIds } from '../helpers/spreadIds.js';
 
 interface Entry {
   seq: number;
@@ -55,17 +56,6 @@ function contents(table: RereadTable, ids: readonly number[]): Map<number, Entry
       });
   }
   return out;
-}
-
-/** `n` distinct asset ids spread over the 32-bit range (consecutive ids land in distinct slots: no probing to test). */
-function spreadIds(n: number, seed: number): number[] {
-  const ids = new Set<number>();
-  let x = seed;
-  while (ids.size < n) {
-    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
-    ids.add((x % 2_147_483_646) + 1);
-  }
-  return [...ids];
 }
 
 for (const { ids, bits, what } of [
