@@ -267,10 +267,10 @@ class ScanStore {
     // Sized by the positions the batch touched: a function of its effects, so a replay folds the same slice.
     this.rereads.fold(log, foldSliceOf(touched.size, options.foldSlice));
     const logsRereads = this.rereads.logsRereads(options.foldSlice);
+    // The committed positions, read from the table's columns (a copy per touched position would be garbage of every batch).
+    const committed = this.positions;
     // In asset-id order: consecutive rows share b-tree pages, which each statement then finds in cache.
     for (const p of [...touched.values()].sort((a, b) => a.assetId - b.assetId)) {
-      // The committed position, read from the table's columns (a copy per touched position would be garbage of every batch).
-      const committed = this.positions;
       const at = p.stored ? committed.find(p.assetId) : -1;
       const before = at >= 0 && committed.placedAt(at) ? at : -1;
       const sameVisit =

@@ -53,8 +53,8 @@ const LOG_COLUMNS = 'seq, asset_id, visit_id, last_seen_at, visit_read_count';
 export class RereadOverlay {
   /**
    * The entries in typed columns (rereadTable.ts), for every holder: the writer's up to a cycle of
-   * entries as a `Map` of small objects were up to 1,500,000 objects (each `lastSeenAt` a boxed
-   * double) that every full collection of the shard thread's heap marked.
+   * entries (about 500,000 at 1,000,000 assets) as a `Map` of small objects, each with a boxed
+   * double, were objects that every full collection of the shard thread's heap marked.
    */
   protected readonly table = new RereadTable();
 
