@@ -314,9 +314,10 @@ export class RereadLog extends RereadOverlay {
     const whole = n === slice;
     const to = whole ? last! : Number.POSITIVE_INFINITY;
     batch.slice = { from: state.cursor, to };
-    for (const assetId of this.filedIn(state.cursor, to)) if (this.table.find(assetId) >= 0) batch.folded.push(assetId);
-    for (const assetId of batch.folded) {
+    for (const assetId of this.filedIn(state.cursor, to)) {
       const slot = this.table.find(assetId);
+      if (slot < 0) continue;
+      batch.folded.push(assetId);
       const readCount = this.table.readCountAt(slot);
       this.s.fold.run(this.table.lastSeenAt(slot), readCount, assetId, this.table.visitAt(slot), readCount);
     }

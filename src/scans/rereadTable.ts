@@ -8,12 +8,12 @@ interface RereadColumns {
 }
 
 /**
- * The latest logged re-read per asset as typed columns under open addressing (linear probing,
- * deletion by backward shift): what every overlay holds (the writer's, a reading thread's, an export's). At 1,000,000 assets an HTTP
+ * The latest logged re-read per asset as typed columns (placement: assetSlots.ts): what every
+ * overlay holds (the writer's, a reading thread's, an export's). At 1,000,000 assets an HTTP
  * thread may hold close to 1,000,000 entries: as a `Map` of small objects about 100 bytes each and
  * as many objects for the garbage collector to trace, an object allocated per log row read; here
  * 36 bytes a slot, filled to at most three quarters (48-96 bytes an entry), nothing to trace and
- * nothing allocated per row. The placement is AssetSlots' (assetSlots.ts).
+ * nothing allocated per row.
  */
 export class RereadTable extends AssetSlots<RereadColumns> {
   constructor(capacityBits = 10) {
