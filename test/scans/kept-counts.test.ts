@@ -137,7 +137,7 @@ t.test('kill -9 while a backlog drains: every count kept equals the rows counted
     assets.push({ id: a.id, tag: `kk${i}` });
   }
   await trackd.stop('SIGTERM');
-  // Enough that the kill, polled every 50 ms once 800 are acked, lands before the end of the drain (3,000 drained between two polls once).
+  // Enough that the kill, polled every 5 ms (every 50 ms when this was sized) once 800 are acked, lands before the end of the drain (3,000 drained between two 50 ms polls once).
   const SCANS = 12_000;
   const base = Date.now() - 86_400_000;
   const bodies = Array.from({ length: SCANS }, (_, i) => {
