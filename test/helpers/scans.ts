@@ -97,8 +97,11 @@ export async function consumerReaches(
   durable: string,
   everyMs = 50,
 ): Promise<number> {
-  const jsm = await jetstreamManager(nc);
-  const last = (await jsm.streams.info(stream)).state.last_seq;
+  // No account-info probe, and the stream's info retried: in a cluster, a request made while a
+  // killed server's streams elect new leaders can time out (it did in CI, after the journal
+  // leader's kill -9), and that says nothing about trackd's consumer.
+  const jsm = await jetstreamManager(nc, { checkAPI: false });
+  const { last } = await eventually(async () => ({ last: (await jsm.streams.info(stream)).state.last_seq }), 60_000, 200);
   let seen = 'no consumer info';
   await eventually(
     async () => {
