@@ -17,6 +17,7 @@ import * as qCountOutside from './015_q_count_outside.js';
 import * as textIndexDeferrable from './016_text_index_deferrable.js';
 import * as rereadLog from './017_reread_log.js';
 import * as historyNextId from './018_history_next_id.js';
+import * as rereadBlocks from './019_reread_blocks.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
 export const shardMigrations: Migration[] = [
@@ -38,4 +39,5 @@ export const shardMigrations: Migration[] = [
   textIndexDeferrable,
   rereadLog,
   historyNextId,
+  rereadBlocks,
 ];

@@ -11,6 +11,7 @@ import { extendsEarlier, visitStep } from './visits.js';
 import { eventLogOf, type EventLog } from '../events/log.js';
 import { foldSliceOf, laidOver, rereadLogOf, type RereadBatch, type RereadLog } from './rereadLog.js';
 import { PositionTable, type StoredPosition } from './positionTable.js';
+import { pauseTraceOn, traceSpan } from '../runtime/pauseTrace.js';
 
 export type ScanOutcome =
   | { kind: 'applied'; readsApplied: number; unknownTags: number; locationTags: number }
@@ -144,6 +145,8 @@ class ScanStore {
   private batchStartedAt = 0;
   private additions = -1;
   private nextHistoryId: number;
+  private readonly phaseMs = { resolve: 0, observe: 0, fold: 0, write: 0 };
+  private phaseReads = 0;
   private readonly s: ReturnType<typeof prepareStatements>;
 
   constructor(
@@ -208,6 +211,7 @@ class ScanStore {
       return outcomes;
     });
     let outcomes: ScanOutcome[];
+    const phases = traceSpan('apply');
     try {
       outcomes = apply();
     } catch (err) {
@@ -230,8 +234,11 @@ class ScanStore {
       p.stored = true;
       this.positions.set(assetId, p);
     }
+    const committedAt = performance.now();
     for (const [orgId, moves] of movesByOrg) this.report.movedMany(orgId, moves);
     for (const [stream, seq] of appliedSeqs) this.applied.set(stream, seq);
+    if (pauseTraceOn)
+      phases({ ...this.phaseMs, index: +(performance.now() - committedAt).toFixed(2), reads: this.phaseReads, touched: touched.size });
     return outcomes;
   }
 
@@ -256,7 +263,15 @@ class ScanStore {
     }
     this.epoch = epoch;
     this.additions = additions;
+    let mark = performance.now();
+    const lap = () => {
+      const at = performance.now();
+      const ms = +(at - mark).toFixed(2);
+      mark = at;
+      return ms;
+    };
     const resolved = this.resolveReads(items);
+    this.phaseMs.resolve = lap();
     const out: ScanOutcome[] = [];
     let offset = 0;
     for (const item of items) {
@@ -265,7 +280,10 @@ class ScanStore {
     }
     // Before the batch's own writes: a slice of the re-reads logged by earlier batches goes into scan_positions.
     // Sized by the positions the batch touched: a function of its effects, so a replay folds the same slice.
+    this.phaseReads = offset;
+    this.phaseMs.observe = lap();
     this.rereads.fold(log, foldSliceOf(touched.size, options.foldSlice));
+    this.phaseMs.fold = lap();
     const logsRereads = this.rereads.logsRereads(options.foldSlice);
     // The committed positions, read from the table's columns (a copy per touched position would be garbage of every batch).
     const committed = this.positions;
@@ -304,7 +322,9 @@ class ScanStore {
           p.assetId,
         );
     }
+    this.rereads.flush(log);
     for (const [stream, seq] of appliedSeqs) this.s.saveApplied.run(stream, '', seq);
+    this.phaseMs.write = lap();
     return out;
   }
 

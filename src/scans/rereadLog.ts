@@ -5,11 +5,12 @@ import type { Db } from '../storage/sqlite.js';
 import { RereadTable } from './rereadTable.js';
 
 /**
- * The re-read log (migration 017, docs/field-rereads.md): a re-read that only extends its open visit
- * is appended to scan_rereads instead of rewriting its scan_positions row, and each scan batch folds
+ * The re-read log (migrations 017 and 019, docs/field-rereads.md): a re-read that only extends its
+ * open visit is logged instead of rewriting its scan_positions row (a batch's entries are one row
+ * of scan_reread_blocks), and each scan batch folds
  * one slice of scan_positions. Whoever reads an open visit's last_seen_at or read count lays the
- * latest log row of the asset over its scan_positions row (RereadOverlay): the writer from memory
- * (it appended every row), each reading thread from the log rows it has read so far (it reads the
+ * latest log entry of the asset over its scan_positions row (RereadOverlay): the writer from memory
+ * (it appended every entry), each reading thread from the entries it has read so far (it reads the
  * new ones, in seq order, inside the read transaction of the request), an export from the log as
  * its own snapshot holds it.
  */
@@ -43,7 +44,25 @@ export function foldSliceOf(positions: number, most = DEFAULT_FOLD_SLICE): numbe
 /** The SQL function that gives a position's last_seen_at with the log laid over it: reread_seen(asset_id, visit_id, visit_read_count, last_seen_at). */
 export const SEEN_FUNCTION = 'reread_seen';
 
-const LOG_COLUMNS = 'seq, asset_id, visit_id, last_seen_at, visit_read_count';
+/** Bytes of one entry in a block: asset id, visit id, last_seen_at, read count, each a little-endian float64 (migration 019). */
+const ENTRY_BYTES = 32;
+
+const BLOCKS = 'SELECT last_seq, entries FROM scan_reread_blocks';
+
+/** A batch's entries, in seq order, as a block's blob. */
+function encodeBlock(entries: readonly [number, Reread][]): Buffer {
+  const out = Buffer.allocUnsafe(entries.length * ENTRY_BYTES);
+  const view = new DataView(out.buffer, out.byteOffset, out.length);
+  for (let k = 0; k < entries.length; k++) {
+    const [assetId, r] = entries[k]!;
+    const at = k * ENTRY_BYTES;
+    view.setFloat64(at, assetId, true);
+    view.setFloat64(at + 8, r.visitId, true);
+    view.setFloat64(at + 16, r.lastSeenAt, true);
+    view.setFloat64(at + 24, r.readCount, true);
+  }
+  return out;
+}
 
 /**
  * The latest logged re-read per asset, laid over scan_positions rows: it counts only when it names
@@ -82,14 +101,26 @@ export class RereadOverlay {
     return slot >= 0 && this.table.visitAt(slot) === visitId && this.table.readCountAt(slot) > readCount ? slot : -1;
   }
 
-  /** Log rows in seq order (raw: seq, asset_id, visit_id, last_seen_at, visit_read_count); returns the last seq. */
-  protected take(rows: Iterable<number[]>, through: number): number {
-    let last = through;
-    for (const [seq, assetId, visitId, lastSeenAt, readCount] of rows as Iterable<[number, number, number, number, number]>) {
-      this.table.set(assetId, seq, visitId, lastSeenAt, readCount);
-      last = seq;
+  /**
+   * Takes the entries after seq `after` of log blocks in seq order (raw rows: last_seq, entries),
+   * at most `most`; returns the last seq taken (`after` when none) and how many were taken.
+   */
+  protected take(blocks: Iterable<unknown>, after: number, most = Number.POSITIVE_INFINITY): [number, number] {
+    let last = after;
+    let taken = 0;
+    for (const [lastSeq, entries] of blocks as Iterable<[number, Buffer]>) {
+      const n = entries.length / ENTRY_BYTES;
+      const first = lastSeq - n + 1;
+      const view = new DataView(entries.buffer, entries.byteOffset, entries.length);
+      for (let k = Math.max(0, last + 1 - first); k < n && taken < most; k++, taken++) {
+        const at = k * ENTRY_BYTES;
+        const assetId = view.getFloat64(at, true);
+        this.table.set(assetId, first + k, view.getFloat64(at + 8, true), view.getFloat64(at + 16, true), view.getFloat64(at + 24, true));
+        last = first + k;
+      }
+      if (taken >= most) break;
     }
-    return last;
+    return [last, taken];
   }
 
   /** Registers reread_seen on a connection, answering from this overlay (the SQL report path's sort). */
@@ -121,7 +152,7 @@ export function overlayOf(db: Db): RereadOverlay {
 
 class SnapshotOverlay extends RereadOverlay {
   load(db: Db): void {
-    this.take(db.prepare(`SELECT ${LOG_COLUMNS} FROM scan_rereads ORDER BY seq`).raw().iterate() as Iterable<number[]>, 0);
+    this.take(db.prepare(`${BLOCKS} ORDER BY last_seq`).raw().iterate(), 0);
   }
 }
 
@@ -192,17 +223,10 @@ class ReaderOverlay extends RereadOverlay {
       this.pruneFrom = 0;
     }
     const from = Math.max(this.through, folded);
-    if (most === Number.POSITIVE_INFINITY) {
-      const tail = statements.get(`SELECT ${LOG_COLUMNS} FROM scan_rereads WHERE seq > ? ORDER BY seq`).raw();
-      this.through = this.take(tail.iterate(from) as Iterable<number[]>, this.through);
-      return false;
-    }
-    const rows = statements
-      .get(`SELECT ${LOG_COLUMNS} FROM scan_rereads WHERE seq > ? ORDER BY seq LIMIT ?`)
-      .raw()
-      .all(from, most) as number[][];
-    this.through = this.take(rows, this.through);
-    return rows.length === most;
+    // A block read in part (a slice's end) is read again from its start next time, its entries up to `through` skipped.
+    const [last, taken] = this.take(statements.get(`${BLOCKS} WHERE last_seq > ? ORDER BY last_seq`).raw().iterate(from), from, most);
+    this.through = last;
+    return taken === most;
   }
 
   /**
@@ -269,7 +293,7 @@ export class RereadLog extends RereadOverlay {
     super();
     const p = (sql: string) => db.prepare(sql);
     this.s = {
-      append: p('INSERT INTO scan_rereads (seq, asset_id, visit_id, last_seen_at, visit_read_count) VALUES (?, ?, ?, ?, ?)'),
+      append: p('INSERT INTO scan_reread_blocks (last_seq, entries) VALUES (?, ?)'),
       state: p('SELECT cursor, cycle_seq, folded_through FROM scan_reread_fold WHERE id = 1'),
       // The slice's size and last asset id, counted by SQLite in one step (a walk of the rows from JS cost a tenth of a batch at 1,000,000 positions).
       slice: p(
@@ -278,13 +302,14 @@ export class RereadLog extends RereadOverlay {
       fold: p(
         'UPDATE scan_positions SET last_seen_at = ?, visit_read_count = ? WHERE asset_id = ? AND visit_id = ? AND visit_read_count < ?',
       ),
-      deleteThrough: p('DELETE FROM scan_rereads WHERE seq <= ?'),
-      empty: p('SELECT NOT EXISTS (SELECT 1 FROM scan_rereads)').pluck(),
+      // Whole blocks: cycle_seq is always a block's last seq (a cycle begins at the last seq appended so far).
+      deleteThrough: p('DELETE FROM scan_reread_blocks WHERE last_seq <= ?'),
+      empty: p('SELECT NOT EXISTS (SELECT 1 FROM scan_reread_blocks)').pluck(),
       span: p('SELECT (SELECT max(asset_id) FROM scan_positions) - (SELECT min(asset_id) FROM scan_positions) + 1').pluck(),
       saveState: p('UPDATE scan_reread_fold SET cursor = ?, cycle_seq = ?, folded_through = ? WHERE id = 1'),
     };
     const { folded_through } = this.s.state.get() as FoldState;
-    const last = this.take(p(`SELECT ${LOG_COLUMNS} FROM scan_rereads ORDER BY seq`).raw().iterate() as Iterable<number[]>, 0);
+    const [last] = this.take(p(`${BLOCKS} ORDER BY last_seq`).raw().iterate(), 0);
     this.table.forEachId((assetId) => this.file(assetId));
     this.nextSeq = Math.max(last, folded_through) + 1;
     this.registerOn(db);
@@ -342,11 +367,18 @@ export class RereadLog extends RereadOverlay {
     return span !== null && span > Math.floor(most / SMALL_TABLE_DIVISOR);
   }
 
-  /** Inside the batch's transaction, after fold(): logs a re-read (calls in asset-id order, so seqs are a function of the batch). */
+  /** Inside the batch's transaction, after fold(): logs a re-read (calls in asset-id order, so seqs are a function of the batch); written by flush(). */
   append(batch: RereadBatch, assetId: number, visitId: number, lastSeenAt: number, readCount: number): void {
     const seq = this.nextSeq + batch.appended.length;
-    this.s.append.run(seq, assetId, visitId, lastSeenAt, readCount);
     batch.appended.push([assetId, { seq, visitId, lastSeenAt, readCount }]);
+  }
+
+  /**
+   * Inside the batch's transaction, after its last append(): writes its entries as one block. A
+   * row per entry cost about a tenth of a 100,000-read batch at 1,000,000 assets (docs/field-rereads.md).
+   */
+  flush(batch: RereadBatch): void {
+    if (batch.appended.length > 0) this.s.append.run(this.nextSeq + batch.appended.length - 1, encodeBlock(batch.appended));
   }
 
   /** After the batch committed (never after a rollback: then nothing of it happened). */

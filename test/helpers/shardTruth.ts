@@ -4,6 +4,45 @@ import type { Teardown } from './trackd.js';
 
 /** Plain-SQL truths about a shard file, for property tests that compare the API with them. */
 
+/**
+ * Every entry of the re-read log, one row each (seq, asset_id, visit_id, last_seen_at,
+ * visit_read_count): a block's blob holds its entries in seq order, four little-endian float64s
+ * each, the last with seq last_seq (migration 019). Decoded here on its own, not with the
+ * service's reader, so that the tests check the encoding too.
+ */
+export const REREAD_ENTRIES = `SELECT e.seq, e.asset_id, e.visit_id, e.last_seen_at, e.visit_read_count
+  FROM scan_reread_blocks b, reread_block(b.entries, b.last_seq) e`;
+
+/** Registers reread_block(entries, last_seq), the table-valued function REREAD_ENTRIES expands a block with. */
+export function registerRereadBlock(db: Database.Database): void {
+  db.table('reread_block', {
+    columns: ['seq', 'asset_id', 'visit_id', 'last_seen_at', 'visit_read_count'],
+    parameters: ['entries', 'last_seq'],
+    *rows(entries: unknown, lastSeq: unknown) {
+      const blob = entries as Buffer;
+      const n = blob.length / 32;
+      for (let k = 0; k < n; k++) {
+        yield [
+          (lastSeq as number) - n + 1 + k,
+          blob.readDoubleLE(32 * k),
+          blob.readDoubleLE(32 * k + 8),
+          blob.readDoubleLE(32 * k + 16),
+          blob.readDoubleLE(32 * k + 24),
+        ];
+      }
+    },
+  });
+}
+
+/** How many re-read entries the log holds (all, or of distinct assets with seq above `after`). */
+export function loggedEntries(db: Database.Database, options: { distinctAssets?: boolean; after?: number } = {}): number {
+  const what = options.distinctAssets ? 'count(DISTINCT asset_id)' : 'count(*)';
+  return db
+    .prepare(`SELECT ${what} FROM (${REREAD_ENTRIES}) WHERE seq > ?`)
+    .pluck()
+    .get(options.after ?? -1) as number;
+}
+
 export interface Visit {
   event_observed_at: string;
   location_id: number;
@@ -12,22 +51,25 @@ export interface Visit {
 }
 
 /**
- * scan_positions as the service answers from it, in plain SQL: each row with the latest row of the
- * re-read log (migration 017) laid over it when that names the same visit with a greater read count.
- * The truth the property tests compare the report, history and export with (use as `${POSITIONS} p`).
+ * scan_positions as the service answers from it, in plain SQL: each row with the latest entry of
+ * the re-read log (migrations 017 and 019) laid over it when that names the same visit with a
+ * greater read count. The truth the property tests compare the report, history and export with
+ * (use as `${POSITIONS} p` on a connection from shardDb, which registers reread_block).
  */
-export const POSITIONS = `(SELECT p.asset_id, p.org_id, p.location_id, p.visit_id, p.visit_started_at, p.visit_count,
+export const POSITIONS = `(WITH e AS MATERIALIZED (${REREAD_ENTRIES}),
+    latest AS MATERIALIZED (SELECT asset_id, visit_id, last_seen_at, visit_read_count, max(seq) FROM e GROUP BY asset_id)
+  SELECT p.asset_id, p.org_id, p.location_id, p.visit_id, p.visit_started_at, p.visit_count,
     p.asset_deleted_at, p.asset_valid_from, p.asset_valid_to,
     CASE WHEN r.visit_read_count > p.visit_read_count THEN r.last_seen_at ELSE p.last_seen_at END AS last_seen_at,
     CASE WHEN r.visit_read_count > p.visit_read_count THEN r.visit_read_count ELSE p.visit_read_count END AS visit_read_count
-  FROM scan_positions p LEFT JOIN scan_rereads r
-    ON r.seq = (SELECT max(seq) FROM scan_rereads l WHERE l.asset_id = p.asset_id) AND r.visit_id = p.visit_id)`;
+  FROM scan_positions p LEFT JOIN latest r ON r.asset_id = p.asset_id AND r.visit_id = p.visit_id)`;
 
 export const iso = (ms: number) => new Date(ms).toISOString();
 
 /** The shard file of a one-shard trackd, read-only (WAL: it sees every commit). */
 export function shardDb(t: Teardown, dataDir: string): Database.Database {
   const db = new Database(path.join(dataDir, 'shards', 'shard-0.sqlite'), { readonly: true, fileMustExist: true });
+  registerRereadBlock(db);
   t.teardown(() => db.close());
   return db;
 }

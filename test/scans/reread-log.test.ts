@@ -3,7 +3,7 @@ import t, { type Test } from 'tap';
 import { type AssetsClient, assetsClient } from '../helpers/assets.js';
 import { rng } from '../helpers/random.js';
 import { drained, natsClient, publish, publishAll, restartAndKillMidDrain, scanBody } from '../helpers/scans.js';
-import { iso, POSITIONS, shardDb, sqlVisits, type Visit } from '../helpers/shardTruth.js';
+import { iso, loggedEntries, POSITIONS, shardDb, sqlVisits, type Visit } from '../helpers/shardTruth.js';
 import { eventually, spawnTrackd, startNats, startTrackd, type Trackd } from '../helpers/trackd.js';
 
 /**
@@ -149,7 +149,7 @@ async function compareAll(
 /** What the log holds now: its rows, the positions whose own last_seen_at is behind the log's, the fold's state. */
 function logState(db: Database.Database) {
   return {
-    rows: db.prepare('SELECT count(*) FROM scan_rereads').pluck().get() as number,
+    rows: loggedEntries(db),
     behind: db
       .prepare(`SELECT count(*) FROM scan_positions s JOIN ${POSITIONS} p USING (asset_id) WHERE s.last_seen_at <> p.last_seen_at`)
       .pluck()
@@ -237,7 +237,7 @@ t.test('report, history and export equal scan_positions with the log laid over, 
       await publish(nc, `scans.${api.orgId}.fixed`, scanBody(locations[moved.home]!.key, [`rfid:${moved.tag}`], new Date(at)));
       reads++;
       await drained(nc);
-      const held = (db.prepare('SELECT count(DISTINCT asset_id) FROM scan_rereads').pluck().get() as number) > 0;
+      const held = loggedEntries(db, { distinctAssets: true }) > 0;
       await trackd.restart();
       const started = trackd
         .logs()
@@ -348,10 +348,10 @@ t.test('every HTTP thread reads the log between requests and drops what the fold
   };
   // Assets with a log row the fold has not yet written and deleted: what each thread must hold.
   const unfolded = () =>
-    db
-      .prepare('SELECT count(DISTINCT asset_id) FROM scan_rereads WHERE seq > (SELECT folded_through FROM scan_reread_fold)')
-      .pluck()
-      .get() as number;
+    loggedEntries(db, {
+      distinctAssets: true,
+      after: db.prepare('SELECT folded_through FROM scan_reread_fold').pluck().get() as number,
+    });
   // No report, history or export request in between: only the threads' own following reads the log.
   const holdsOnly = async (want: number) => {
     let last: number[] = [];
