@@ -218,6 +218,7 @@ class ScanStore {
       this.nextHistoryId = firstHistoryId;
       throw err;
     }
+    const appliedAt = performance.now();
     this.rereads.committed(log);
     this.events.committed();
     // A stored position was committed before this batch: its copy in `positions` is the old place.
@@ -238,7 +239,13 @@ class ScanStore {
     for (const [orgId, moves] of movesByOrg) this.report.movedMany(orgId, moves);
     for (const [stream, seq] of appliedSeqs) this.applied.set(stream, seq);
     if (pauseTraceOn)
-      phases({ ...this.phaseMs, index: +(performance.now() - committedAt).toFixed(2), reads: this.phaseReads, touched: touched.size });
+      phases({
+        ...this.phaseMs,
+        after: +(committedAt - appliedAt).toFixed(2),
+        index: +(performance.now() - committedAt).toFixed(2),
+        reads: this.phaseReads,
+        touched: touched.size,
+      });
     return outcomes;
   }
 

@@ -48,6 +48,53 @@ class Block {
 }
 
 const FIRST_BLOCK_CAPACITY = 8;
+/**
+ * packedOrder's bounds: from this many pairs (a shorter sort costs less than the packing), and ids
+ * spanning at most this many times the pairs (it indexes the span in an Int32Array: a location's
+ * few pairs spread over 1,000,000 asset ids would allocate and clear megabytes per call).
+ */
+const PACKED_FROM = 2048;
+const PACKED_SPAN_PER_PAIR = 64;
+
+/**
+ * The order of the (key, id) pairs, ascending or descending, from one numeric sort of
+ * (key - min key) * id span + (id - min id): a scan batch's two sorts of 95,000 pairs with a
+ * comparator were a third of the report index's time per batch at 1,000,000 assets. Undefined
+ * (the comparator sort) outside its bounds, when a key or id is not an integer, when the packed
+ * values would pass 2^53, or when an id comes twice (the packed value finds its pair by its id).
+ */
+function packedOrder(keys: readonly number[], ids: readonly number[], ascending: boolean): Uint32Array | undefined {
+  const n = ids.length;
+  if (n < PACKED_FROM) return undefined;
+  let kMin = Number.POSITIVE_INFINITY;
+  let kMax = Number.NEGATIVE_INFINITY;
+  let iMin = Number.POSITIVE_INFINITY;
+  let iMax = Number.NEGATIVE_INFINITY;
+  for (let p = 0; p < n; p++) {
+    const k = keys[p]!;
+    const i = ids[p]!;
+    if (!Number.isSafeInteger(k) || !Number.isSafeInteger(i)) return undefined;
+    if (k < kMin) kMin = k;
+    if (k > kMax) kMax = k;
+    if (i < iMin) iMin = i;
+    if (i > iMax) iMax = i;
+  }
+  const span = iMax - iMin + 1;
+  if (span > PACKED_SPAN_PER_PAIR * n || (kMax - kMin + 1) * span > Number.MAX_SAFE_INTEGER) return undefined;
+  const pairOf = new Int32Array(span).fill(-1);
+  const packed = new Float64Array(n);
+  for (let p = 0; p < n; p++) {
+    const slot = ids[p]! - iMin;
+    if (pairOf[slot] !== -1) return undefined;
+    pairOf[slot] = p;
+    packed[p] = (keys[p]! - kMin) * span + slot;
+  }
+  packed.sort();
+  const order = new Uint32Array(n);
+  for (let j = 0; j < n; j++) order[j] = pairOf[packed[ascending ? j : n - 1 - j]! % span]!;
+  return order;
+}
+
 /** Below this many pairs, removeMany and insertMany go one pair at a time (a block pass costs more). */
 const BULK_FROM = 64;
 
@@ -237,6 +284,10 @@ export class RankIndex<K extends Key = number> {
 
   /** Indexes of the pairs, in this index's order. */
   private sortedOrder(keys: readonly K[], ids: readonly number[]): Uint32Array {
+    if (!this.strings) {
+      const packed = packedOrder(keys as readonly number[], ids, this.ascending);
+      if (packed !== undefined) return packed;
+    }
     const order = new Uint32Array(ids.length);
     for (let i = 0; i < order.length; i++) order[i] = i;
     if (this.strings) return order.sort((a, b) => this.compare(keys[a]!, ids[a]!, keys[b]!, ids[b]!));

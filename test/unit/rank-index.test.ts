@@ -153,59 +153,117 @@ t.test('removeMany and insertMany (a batch of moves in one pass) page like the s
     maxLength: 400,
     size: 'max',
   });
-  for (const strings of [false, true]) {
-    t.doesNotThrow(() =>
-      fc.assert(
-        fc.property(
-          fc.array(entry, { minLength: 100, maxLength: 1_500, size: 'max' }),
-          fc.array(batch, { minLength: 1, maxLength: 4 }),
-          fc.constantFrom(4, 16, 1024),
-          fc.boolean(),
-          (entries, batches, blockSize, ascending) => {
-            const index = strings ? new RankIndex<string>(ascending, blockSize, true) : new RankIndex(ascending, blockSize);
-            const k = (n: number) => (strings ? n.toString(36).padStart(3, '0') : n) as never;
-            const keyOf = new Map<number, number>();
-            for (const e of entries) {
-              if (keyOf.has(e.id)) continue;
-              index.insert(k(e.key), e.id);
-              keyOf.set(e.id, e.key);
-            }
-            for (const moves of batches) {
-              const distinct = [...new Map(moves.map((m) => [m.id, m])).values()];
-              // Absent ids are asked for at a key of their own: removeMany must say false and change nothing.
-              const found = index.removeMany(
-                distinct.map((m) => k(keyOf.get(m.id) ?? m.to)),
-                distinct.map((m) => m.id),
-              );
-              distinct.forEach((m, i) => {
-                if (found[i] !== keyOf.has(m.id)) throw new Error(`found ${m.id}: ${found[i]}`);
-              });
-              const moved = distinct.filter((m) => keyOf.has(m.id));
-              index.insertMany(
-                moved.map((m) => k(m.to)),
-                moved.map((m) => m.id),
-              );
-              for (const m of moved) keyOf.set(m.id, m.to);
-            }
-            const sign = ascending ? 1 : -1;
-            const expected = [...keyOf].sort(([ia, ka], [ib, kb]) => (ka !== kb ? sign * (ka - kb) : sign * (ia - ib))).map(([id]) => id);
-            if (index.size !== expected.length) throw new Error(`size ${index.size}, expected ${expected.length}`);
-            for (const limit of [1, 9, 300]) {
-              for (let offset = 0; offset <= expected.length + 1; offset += limit === 1 ? 1 : 11) {
-                const got = index.page(offset, limit);
-                const want = expected.slice(offset, offset + limit);
-                if (got.length !== want.length || got.some((id, i) => id !== want[i]))
-                  throw new Error(`offset ${offset} limit ${limit}: ${got.join(',')} != ${want.join(',')}`);
+  // Number keys take one numeric sort of packed pairs (integers within 2^53: packedOrder), or the
+  // comparator sort: keys too far apart to pack, and keys that are not integers.
+  const shapes: { name: string; key: (n: number) => never; strings: boolean }[] = [
+    { name: 'integer keys', key: (n) => n as never, strings: false },
+    { name: 'keys too far apart to pack', key: (n) => (n * 2 ** 46) as never, strings: false },
+    { name: 'fractional keys', key: (n) => (n + 0.25) as never, strings: false },
+    { name: 'string keys', key: (n) => n.toString(36).padStart(3, '0') as never, strings: true },
+  ];
+  for (const { name, key: k, strings } of shapes) {
+    t.doesNotThrow(
+      () =>
+        fc.assert(
+          fc.property(
+            fc.array(entry, { minLength: 100, maxLength: 1_500, size: 'max' }),
+            fc.array(batch, { minLength: 1, maxLength: 4 }),
+            fc.constantFrom(4, 16, 1024),
+            fc.boolean(),
+            (entries, batches, blockSize, ascending) => {
+              const index = strings ? new RankIndex<string>(ascending, blockSize, true) : new RankIndex(ascending, blockSize);
+              const keyOf = new Map<number, number>();
+              for (const e of entries) {
+                if (keyOf.has(e.id)) continue;
+                index.insert(k(e.key), e.id);
+                keyOf.set(e.id, e.key);
               }
-            }
-            // Single operations still work on what the bulk ones left.
-            for (const [id, key] of keyOf) if (!index.remove(k(key), id)) throw new Error(`lost ${id} after the batch`);
-            if (index.size !== 0) throw new Error(`size ${index.size} after removing everything`);
-          },
+              for (const moves of batches) {
+                const distinct = [...new Map(moves.map((m) => [m.id, m])).values()];
+                // Absent ids are asked for at a key of their own: removeMany must say false and change nothing.
+                const found = index.removeMany(
+                  distinct.map((m) => k(keyOf.get(m.id) ?? m.to)),
+                  distinct.map((m) => m.id),
+                );
+                distinct.forEach((m, i) => {
+                  if (found[i] !== keyOf.has(m.id)) throw new Error(`found ${m.id}: ${found[i]}`);
+                });
+                const moved = distinct.filter((m) => keyOf.has(m.id));
+                index.insertMany(
+                  moved.map((m) => k(m.to)),
+                  moved.map((m) => m.id),
+                );
+                for (const m of moved) keyOf.set(m.id, m.to);
+              }
+              const sign = ascending ? 1 : -1;
+              const expected = [...keyOf].sort(([ia, ka], [ib, kb]) => (ka !== kb ? sign * (ka - kb) : sign * (ia - ib))).map(([id]) => id);
+              if (index.size !== expected.length) throw new Error(`size ${index.size}, expected ${expected.length}`);
+              for (const limit of [1, 9, 300]) {
+                for (let offset = 0; offset <= expected.length + 1; offset += limit === 1 ? 1 : 11) {
+                  const got = index.page(offset, limit);
+                  const want = expected.slice(offset, offset + limit);
+                  if (got.length !== want.length || got.some((id, i) => id !== want[i]))
+                    throw new Error(`offset ${offset} limit ${limit}: ${got.join(',')} != ${want.join(',')}`);
+                }
+              }
+              // Single operations still work on what the bulk ones left.
+              for (const [id, key] of keyOf) if (!index.remove(k(key), id)) throw new Error(`lost ${id} after the batch`);
+              if (index.size !== 0) throw new Error(`size ${index.size} after removing everything`);
+            },
+          ),
+          // No shrinking: a failing case of a thousand entries shrinks for minutes; its seed is reported.
+          { numRuns: strings ? 25 : 40, endOnFailure: true },
         ),
-        // No shrinking: a failing case of a thousand entries shrinks for minutes; its seed is reported.
-        { numRuns: strings ? 25 : 60, endOnFailure: true },
-      ),
+      name,
+    );
+  }
+});
+
+t.test('batches of thousands of pairs (the packed sort: packedOrder) page like the sorted array', async (t) => {
+  for (const [name, k] of [
+    ['integer keys', (n: number) => n],
+    ['keys too far apart to pack', (n: number) => n * 2 ** 46],
+  ] as const) {
+    t.doesNotThrow(
+      () =>
+        fc.assert(
+          fc.property(
+            fc.array(fc.integer({ min: 0, max: 100 }), { minLength: 5_000, maxLength: 5_000 }),
+            fc.array(fc.integer({ min: 0, max: 120 }), { minLength: 5_200, maxLength: 5_200 }),
+            fc.integer({ min: 2_100, max: 5_200 }),
+            fc.boolean(),
+            (keys, moves, count, ascending) => {
+              const index = new RankIndex(ascending, 1024);
+              const keyOf = new Map<number, number>();
+              keys.forEach((key, i) => {
+                index.insert(k(key), i + 1);
+                keyOf.set(i + 1, key);
+              });
+              // Ids 1..count: most present, those past 5,000 absent (asked for at a key of their own).
+              const ids = Array.from({ length: count }, (_, i) => i + 1);
+              const found = index.removeMany(
+                ids.map((id) => k(keyOf.get(id) ?? moves[id - 1]!)),
+                ids,
+              );
+              ids.forEach((id, i) => {
+                if (found[i] !== keyOf.has(id)) throw new Error(`found ${id}: ${found[i]}`);
+              });
+              const moved = ids.filter((id) => keyOf.has(id));
+              index.insertMany(
+                moved.map((id) => k(moves[id - 1]!)),
+                moved,
+              );
+              for (const id of moved) keyOf.set(id, moves[id - 1]!);
+              const sign = ascending ? 1 : -1;
+              const expected = [...keyOf].sort(([ia, ka], [ib, kb]) => (ka !== kb ? sign * (ka - kb) : sign * (ia - ib))).map(([id]) => id);
+              const got = index.page(0, expected.length + 1);
+              if (got.length !== expected.length || got.some((id, i) => id !== expected[i]))
+                throw new Error(`first difference at rank ${got.findIndex((id, i) => id !== expected[i])}`);
+            },
+          ),
+          { numRuns: 12, endOnFailure: true },
+        ),
+      name,
     );
   }
 });
