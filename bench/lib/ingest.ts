@@ -150,3 +150,26 @@ export async function drainBacklog(
     await nc.close();
   }
 }
+
+/**
+ * Purges from SCANS the messages that every consumer has acked (a kept data dir's earlier runs).
+ * Kept, the store grew run after run (28 GB after a day of large runs) until nats-server refused
+ * publishes ("insufficient resources", 10023): its default limit is a share of the disk free when
+ * it started. Sequences stay, so trackd's applied sequence holds. Returns the messages purged (0
+ * without the stream or a consumer).
+ */
+export async function purgeAppliedScans(natsUrl: string): Promise<number> {
+  const nc = await connect({ servers: natsUrl.split(','), name: 'bench-purge-applied' });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const stream = await jsm.streams.info('SCANS').catch(() => undefined);
+    if (stream === undefined) return 0;
+    const consumers = await jsm.consumers.list('SCANS').next();
+    if (consumers.length === 0) return 0;
+    const floor = Math.min(...consumers.map((c) => c.ack_floor.stream_seq));
+    if (floor < stream.state.first_seq) return 0;
+    return (await jsm.streams.purge('SCANS', { seq: floor + 1 })).purged;
+  } finally {
+    await nc.close();
+  }
+}

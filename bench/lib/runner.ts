@@ -10,7 +10,7 @@ import { median, summarizeScenario, table, type ScenarioResult, type Target } fr
 import type { BenchContext, BenchOptions, Figure, Scenario, ScenarioRun } from './scenario.js';
 import { PRODUCTION_ENV, TrackdProcess, mintKeys, startBenchNats, trackdCli } from './trackd.js';
 import { seedHistory } from '../dataset/history.js';
-import { SCAN_OPERATIONS } from './ingest.js';
+import { purgeAppliedScans, SCAN_OPERATIONS } from './ingest.js';
 import { wrkAvailable } from './wrk.js';
 import { markEventsRelayed, readDataset, saveDataset } from './seeded.js';
 
@@ -48,6 +48,8 @@ export async function runBench(options: BenchOptions, workDir: string): Promise<
     if (options.reuse !== undefined) {
       log(`reusing the ${dataset.size} dataset seeded in ${workDir}`);
       dataset.notes.push(`--reuse: the dataset kept in ${workDir} by an earlier run, with that run's writes`);
+      const purged = await purgeAppliedScans(nats.url);
+      if (purged > 0) log(`purged ${purged} scan messages of earlier runs (acked by every consumer) from SCANS`);
     }
     const trackd = await TrackdProcess.start({ dataDir, natsUrl: nats.url, nodeArgs: profileArgs(options) });
     let current = trackd;
