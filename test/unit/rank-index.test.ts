@@ -19,6 +19,12 @@ const op = fc.record({
 /** Fixed-width strings order like their numbers: the same sequences check the string-keyed index. */
 const asString = (key: number) => key.toString(36).padStart(3, '0');
 
+/** The ids of `keyOf` (id -> key) in a rank index's order: by key, then id, descending unless `ascending`. */
+function idsInOrder(keyOf: Map<number, number>, ascending: boolean): number[] {
+  const sign = ascending ? 1 : -1;
+  return [...keyOf].sort(([ia, ka], [ib, kb]) => (ka !== kb ? sign * (ka - kb) : sign * (ia - ib))).map(([id]) => id);
+}
+
 function check(ascending: boolean, blockSize: number, ops: Op[], strings = false): void {
   const numbers = new RankIndex(ascending, blockSize);
   const texts = new RankIndex<string>(ascending, blockSize, true);
@@ -45,8 +51,7 @@ function check(ascending: boolean, blockSize: number, ops: Op[], strings = false
       keyOf.delete(o.id);
     } else if (o.kind === 'remove' && index.remove(o.key, o.id)) throw new Error(`removed absent ${o.id}`);
   }
-  const sign = ascending ? 1 : -1;
-  const expected = [...keyOf].sort(([ia, ka], [ib, kb]) => (ka !== kb ? sign * (ka - kb) : sign * (ia - ib))).map(([id]) => id);
+  const expected = idsInOrder(keyOf, ascending);
   if (index.size !== expected.length) throw new Error(`size ${index.size}, expected ${expected.length}`);
   for (const limit of [1, 7, 200]) {
     for (let offset = 0; offset <= expected.length + 1; offset += limit === 1 ? 1 : 13) {
@@ -195,8 +200,7 @@ t.test('removeMany and insertMany (a batch of moves in one pass) page like the s
                 );
                 for (const m of moved) keyOf.set(m.id, m.to);
               }
-              const sign = ascending ? 1 : -1;
-              const expected = [...keyOf].sort(([ia, ka], [ib, kb]) => (ka !== kb ? sign * (ka - kb) : sign * (ia - ib))).map(([id]) => id);
+              const expected = idsInOrder(keyOf, ascending);
               if (index.size !== expected.length) throw new Error(`size ${index.size}, expected ${expected.length}`);
               for (const limit of [1, 9, 300]) {
                 for (let offset = 0; offset <= expected.length + 1; offset += limit === 1 ? 1 : 11) {
@@ -254,8 +258,7 @@ t.test('batches of thousands of pairs (the packed sort: packedOrder) page like t
                 moved,
               );
               for (const id of moved) keyOf.set(id, moves[id - 1]!);
-              const sign = ascending ? 1 : -1;
-              const expected = [...keyOf].sort(([ia, ka], [ib, kb]) => (ka !== kb ? sign * (ka - kb) : sign * (ia - ib))).map(([id]) => id);
+              const expected = idsInOrder(keyOf, ascending);
               const got = index.page(0, expected.length + 1);
               if (got.length !== expected.length || got.some((id, i) => id !== expected[i]))
                 throw new Error(`first difference at rank ${got.findIndex((id, i) => id !== expected[i])}`);
