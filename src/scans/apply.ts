@@ -6,7 +6,7 @@ import type { Db } from '../storage/sqlite.js';
 import { describeLocation, type CanonicalScan, type LocationRef, type SourcedScan, type TagRead } from './canonical.js';
 import { shardState } from '../shards/state.js';
 import { scanBatchJournal } from './journalForm.js';
-import { reportIndexOf, type ReportIndex } from './reportIndex.js';
+import { MoveColumns, reportIndexOf, type ReportIndex } from './reportIndex.js';
 import { extendsEarlier, visitStep } from './visits.js';
 import { eventLogOf, type EventLog } from '../events/log.js';
 import { foldSliceOf, laidOver, rereadLogOf, type RereadBatch, type RereadLog } from './rereadLog.js';
@@ -222,21 +222,22 @@ class ScanStore {
     this.rereads.committed(log);
     this.events.committed();
     // A stored position was committed before this batch: its copy in `positions` is the old place.
-    const movesByOrg = new Map<number, Parameters<ReportIndex['movedMany']>[1][number][]>();
+    const movesByOrg = new Map<number, MoveColumns>();
+    const fresh: number[] = [];
     for (const [assetId, p] of touched) {
-      let moves = movesByOrg.get(p.orgId);
-      if (moves === undefined) movesByOrg.set(p.orgId, (moves = []));
-      moves.push({
-        assetId,
-        before: p.stored ? this.committedPlace(assetId) : undefined,
-        lastSeenAt: p.lastSeenAt,
-        locationId: p.locationId,
-      });
+      if (p.stored) {
+        let moves = movesByOrg.get(p.orgId);
+        if (moves === undefined) movesByOrg.set(p.orgId, (moves = new MoveColumns()));
+        const at = this.positions.find(assetId);
+        moves.push(assetId, this.positions.seenAt(at), this.positions.locationAt(at), p.lastSeenAt, p.locationId);
+      } else fresh.push(p.orgId, assetId, p.lastSeenAt, p.locationId);
       p.stored = true;
       this.positions.set(assetId, p);
     }
     const committedAt = performance.now();
     for (const [orgId, moves] of movesByOrg) this.report.movedMany(orgId, moves);
+    // New positions are judged from their committed rows.
+    for (let i = 0; i < fresh.length; i += 4) this.report.moved(fresh[i]!, fresh[i + 1]!, undefined, fresh[i + 2]!, fresh[i + 3]!);
     for (const [stream, seq] of appliedSeqs) this.applied.set(stream, seq);
     if (pauseTraceOn)
       phases({
@@ -442,12 +443,6 @@ class ScanStore {
    */
   private trimPositions(): void {
     if (this.positions.size > MAX_POSITIONS) this.positions.trimTo(Math.floor(MAX_POSITIONS * 0.75));
-  }
-
-  /** Where a committed position is ranked in the report index (its place before the batch that touched it). */
-  private committedPlace(assetId: number): { lastSeenAt: number; locationId: number } {
-    const at = this.positions.find(assetId);
-    return { lastSeenAt: this.positions.seenAt(at), locationId: this.positions.locationAt(at) };
   }
 
   /** Loads committed positions (null for an asset never scanned) of assets not yet in memory, in one query. */

@@ -270,3 +270,63 @@ t.test('batches of thousands of pairs (the packed sort: packedOrder) page like t
     );
   }
 });
+
+t.test('rekeyMany (a location order taking a batch of re-reads in one pass) pages like the sorted array', async (t) => {
+  // Small orders (one block, the one-pass path) and larger ones (several blocks: removeMany then insertMany).
+  const batch = fc.array(
+    fc.record({
+      id: fc.integer({ min: 1, max: 300 }),
+      to: fc.integer({ min: 0, max: 40 }),
+      // Asked for at a key it is not at: nothing removed, the new pair inserted all the same.
+      stale: fc.boolean(),
+    }),
+    { minLength: 1, maxLength: 70 },
+  );
+  t.doesNotThrow(
+    () =>
+      fc.assert(
+        fc.property(
+          fc.array(fc.record({ key: fc.integer({ min: 0, max: 40 }), id: fc.integer({ min: 1, max: 300 }) }), { maxLength: 250 }),
+          fc.array(batch, { minLength: 1, maxLength: 5 }),
+          fc.constantFrom(4, 64, 1024),
+          fc.boolean(),
+          fc.integer({ min: 0, max: 3 }),
+          (entries, batches, blockSize, ascending, from) => {
+            const index = new RankIndex(ascending, blockSize);
+            // The model: the set of (key, id) pairs.
+            const pairs = new Map<string, [number, number]>();
+            const add = (key: number, id: number) => pairs.set(`${key}:${id}`, [key, id]);
+            for (const e of entries) {
+              index.insert(e.key, e.id);
+              add(e.key, e.id);
+            }
+            for (const moves of batches) {
+              const distinct = [...new Map(moves.map((m) => [m.id, m])).values()];
+              // Padding before and after the pairs: rekeyMany takes from..to-1 of its columns.
+              const n = distinct.length;
+              const before = new Float64Array(from + n + 2).fill(999);
+              const after = new Float64Array(from + n + 2).fill(999);
+              const ids = new Float64Array(from + n + 2).fill(1e6);
+              distinct.forEach((m, i) => {
+                const held = [...pairs.values()].find(([, id]) => id === m.id);
+                before[from + i] = held === undefined || m.stale ? 100 + m.to : held[0];
+                after[from + i] = m.to;
+                ids[from + i] = m.id;
+              });
+              index.rekeyMany(before, after, ids, from, from + n);
+              for (let i = from; i < from + n; i++) pairs.delete(`${before[i]}:${ids[i]}`);
+              for (let i = from; i < from + n; i++) add(after[i]!, ids[i]!);
+            }
+            const sign = ascending ? 1 : -1;
+            const expected = [...pairs.values()].sort(([ka, ia], [kb, ib]) => (ka !== kb ? sign * (ka - kb) : sign * (ia - ib)));
+            if (index.size !== expected.length) throw new Error(`size ${index.size}, expected ${expected.length}`);
+            const got = index.entries(0, expected.length + 1);
+            if (got.ids.length !== expected.length || expected.some(([key, id], i) => got.ids[i] !== id || got.keys[i] !== key))
+              throw new Error(`${got.ids.join(',')} != ${expected.map(([, id]) => id).join(',')}`);
+          },
+        ),
+        { numRuns: 400 },
+      ),
+    'every entry equals the sorted pairs, with one block and with several',
+  );
+});
