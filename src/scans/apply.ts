@@ -1,5 +1,6 @@
 import { TAG_TYPES } from '../masterdata/fields.js';
 import { shardCommand } from '../shards/commands.js';
+import { unavailable } from '../errors/domain.js';
 import type { Shard } from '../shards/shard.js';
 import type { ShardWriter } from '../shards/writer.js';
 import type { Db } from '../storage/sqlite.js';
@@ -32,6 +33,13 @@ export interface ApplyOptions {
   eventIdRetentionMs?: number;
   /** Most positions of scan_positions a batch folds the re-read log into (rereadLog.ts foldSliceOf; default DEFAULT_FOLD_SLICE). */
   foldSlice?: number;
+  /**
+   * The last stream sequence of the batch sent before this one without waiting for its answer
+   * (laneScheduler.ts): this batch is refused, nothing changed, unless the stream's applied
+   * sequence has reached it. Were that batch to fail, this one would otherwise move the applied
+   * sequence past its messages, and their retry would be taken for a redelivery.
+   */
+  afterSeq?: number;
 }
 
 /** What a batch is sent with besides its rules: its time, which event ids are remembered from and pruned against. */
@@ -44,6 +52,9 @@ export interface BatchTime {
 }
 
 const DEFAULT_EVENT_ID_RETENTION_MS = 86_400_000;
+
+/** Tests: this many of the shard's first scan batches fail before they change anything, as a storage error would. */
+let failingBatches = Number(process.env.TRACKD_TEST_FAIL_FIRST_BATCHES) || 0;
 
 /** The current location of an asset and its open visit (its latest history event), as a batch changes it. */
 interface Position extends StoredPosition {
@@ -197,6 +208,15 @@ class ScanStore {
 
   /** Applies scans in one transaction; the in-memory positions change only once it commits. */
   applyBatch(items: SourcedScan[], options: ApplyOptions, now: number): ScanOutcome[] {
+    if (failingBatches > 0) {
+      failingBatches--;
+      throw new Error('TRACKD_TEST_FAIL_FIRST_BATCHES: this scan batch fails (a test of the retry)');
+    }
+    if (options.afterSeq !== undefined && items.length > 0 && this.appliedSeq(items[0]!.stream) < options.afterSeq)
+      throw unavailable(
+        `The scan batch before this one (through sequence ${options.afterSeq}) is not applied; nothing was changed; retry it first`,
+        1,
+      );
     const touched = new Map<number, Position>();
     const appliedSeqs = new Map<string, number>();
     this.trimPositions();

@@ -54,7 +54,13 @@ const STALL_CHECK_MS = 5_000;
 /** How long a stall check waits for the consumer's state (at most the stall time itself). */
 const STALL_INFO_TIMEOUT_MS = 5_000;
 const MAX_ACK_PENDING = 20_000;
-const DEFAULT_OPTIONS: IngestOptions = { maxBatch: 10_000, maxBatchReads: 100_000, maxMessages: 10_000, maxGatherMs: 200 };
+const DEFAULT_OPTIONS: IngestOptions = {
+  // Tests make batches small so that a short backlog fills several (batches sent behind one in flight).
+  maxBatch: Number(process.env.TRACKD_TEST_MAX_BATCH) || 10_000,
+  maxBatchReads: 100_000,
+  maxMessages: 10_000,
+  maxGatherMs: 200,
+};
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -173,7 +179,7 @@ class ScanConsumer {
     });
     this.lanes = new LaneScheduler<InHand>(options, {
       bind: async (index) => bindStream(await this.services.shards.open(index), this.source.stream, this.streamCreated),
-      apply: (index, batch) => this.apply(index, batch),
+      apply: (index, batch, previous) => this.apply(index, batch, previous),
       settle: (batch, outcomes) => this.settle(batch, outcomes),
       failed: (index, batch, err) => {
         metrics.inc('trackd_scan_batch_failures_total', 'Shard batches that failed and will be retried', {
@@ -502,7 +508,7 @@ class ScanConsumer {
   }
 
   /** One batch on its shard, timed. */
-  private async apply(index: number, batch: InHand[]): Promise<ScanOutcome[]> {
+  private async apply(index: number, batch: InHand[], previous?: InHand[]): Promise<ScanOutcome[]> {
     const shard = await this.services.shards.open(index);
     const started = performance.now();
     const startedAt = Date.now();
@@ -512,7 +518,13 @@ class ScanConsumer {
     const outcomes = await applyScanBatch(
       shard,
       batch.flatMap((b) => b.items),
-      { historyGapMs: this.historyGapMs, eventIdRetentionMs: this.eventIdRetentionMs, foldSlice: this.foldSlice, now },
+      {
+        historyGapMs: this.historyGapMs,
+        eventIdRetentionMs: this.eventIdRetentionMs,
+        foldSlice: this.foldSlice,
+        now,
+        ...(previous === undefined ? {} : { afterSeq: Math.max(...previous.map((b) => b.msg.seq)) }),
+      },
     );
     if (this.services.logger.isLevelEnabled('debug'))
       this.services.logger.debug(

@@ -1,7 +1,7 @@
 /**
  * The lane scheduler through its hooks (the seam it takes from the consumer): stream order per shard,
- * one batch at a time per shard, lanes independent, binding once per session, a failed batch
- * retried whole, given up only when stopping.
+ * a full batch sent behind the one in flight (at most two), lanes independent, binding once per
+ * session, a failed batch retried whole (with the one behind it), given up only when stopping.
  */
 import t from 'tap';
 import type { ScanOutcome } from '../../src/scans/apply.js';
@@ -32,6 +32,10 @@ function recorder(options: { backlog?: () => boolean; stopping?: () => boolean }
   const failures: { shard: number; ids: number[] }[] = [];
   const running = new Map<number, number>();
   let overlap = false;
+  let duplicated = false;
+  const appliedIds = new Set<number>();
+  /** Per apply call: the ids of the batch it was sent behind (undefined: none in flight). */
+  const sentBehind: (number[] | undefined)[] = [];
   let failNext = 0;
   const gates: (() => void)[] = [];
   let holding = false;
@@ -39,14 +43,21 @@ function recorder(options: { backlog?: () => boolean; stopping?: () => boolean }
     bind: async (index) => {
       bound.push(index);
     },
-    apply: async (index, batch) => {
+    apply: async (index, batch, previous) => {
       if ((running.get(index) ?? 0) > 0) overlap = true;
       running.set(index, (running.get(index) ?? 0) + 1);
+      sentBehind.push(previous?.map((m) => m.id));
       try {
         if (holding) await new Promise<void>((r) => gates.push(r));
         if (failNext > 0) {
           failNext--;
           throw new Error('SQLITE_BUSY');
+        }
+        // As the shard does (ApplyOptions.afterSeq): the batch behind one not applied is refused.
+        if (previous !== undefined && !previous.every((m) => appliedIds.has(m.id))) throw new Error('the batch before is not applied');
+        for (const m of batch) {
+          if (appliedIds.has(m.id)) duplicated = true;
+          appliedIds.add(m.id);
         }
         applied.push({ shard: index, ids: batch.map((m) => m.id) });
         return batch.map((): ScanOutcome => ({ kind: 'applied' }) as unknown as ScanOutcome);
@@ -70,6 +81,8 @@ function recorder(options: { backlog?: () => boolean; stopping?: () => boolean }
     bound,
     failures,
     overlap: () => overlap,
+    duplicated: () => duplicated,
+    sentBehind,
     failTimes: (n: number) => {
       failNext = n;
     },
@@ -106,7 +119,7 @@ t.test('a live feed: messages applied in stream order, in batches within the lim
   t.notOk(lanes.busy(), 'idle afterwards');
 });
 
-t.test('one batch at a time per shard; shards do not wait for each other', async (t) => {
+t.test('a batch short of the limits waits for the one in flight; shards do not wait for each other', async (t) => {
   const r = recorder();
   const lanes = new LaneScheduler<Message>(LIMITS, r.hooks);
   r.hold();
@@ -116,7 +129,7 @@ t.test('one batch at a time per shard; shards do not wait for each other', async
   // Shard 1 is applied while shard 0's first batch is still held.
   setTimeout(() => r.releaseAll(), 20);
   await eventually(() => r.settled.flat().length === 5, 2000, 5);
-  t.notOk(r.overlap(), 'never two batches of one shard at once');
+  t.notOk(r.overlap(), 'never two batches of one shard at once ([4] is not full)');
   t.same(
     r.applied.filter((b) => b.shard === 0).flatMap((b) => b.ids),
     [1, 2, 3, 4],
@@ -201,5 +214,64 @@ t.test('with a backlog, a lane gathers arriving messages into one batch', async 
     r.applied.flatMap((b) => b.ids),
     Array.from({ length: 50 }, (_, i) => i + 1),
     'in order',
+  );
+});
+
+t.test('a full batch is sent behind the one in flight, at most two, settled in order', async (t) => {
+  const r = recorder();
+  const lanes = new LaneScheduler<Message>(LIMITS, r.hooks);
+  r.hold();
+  for (let i = 1; i <= 8; i++) lanes.enqueue(0, message(i));
+  await eventually(() => r.sentBehind.length === 2, 1000, 5);
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  t.same(r.sentBehind, [undefined, [1, 2, 3]], 'the second (full) batch sent behind the first before its answer; no third');
+  r.releaseAll();
+  await eventually(() => r.settled.flat().length === 8, 2000, 5);
+  t.ok(r.overlap(), 'two batches of the shard were in flight at once');
+  t.same(r.settled, [
+    [1, 2, 3],
+    [4, 5, 6],
+    [7, 8],
+  ]);
+  t.same(r.sentBehind.length, 3);
+  t.equal(r.sentBehind[2], undefined, 'the last, short batch waited for the second to settle');
+  t.notOk(r.duplicated(), 'each message applied once');
+});
+
+t.test('when the first of two batches in flight fails, the second is refused and both are retried in order', async (t) => {
+  const r = recorder();
+  const lanes = new LaneScheduler<Message>(LIMITS, r.hooks);
+  r.hold();
+  r.failTimes(1);
+  const queued = Array.from({ length: 6 }, (_, i) => message(i + 1));
+  for (const m of queued) lanes.enqueue(0, m);
+  await eventually(() => r.sentBehind.length === 2, 1000, 5);
+  r.releaseAll();
+  await eventually(() => r.settled.flat().length === 6, 5000, 10);
+  t.same(
+    r.failures.map((f) => f.ids),
+    [
+      [1, 2, 3],
+      [4, 5, 6],
+    ],
+    'the first failed, and the second was refused behind it',
+  );
+  t.same(
+    r.applied.map((b) => b.ids),
+    [
+      [1, 2, 3],
+      [4, 5, 6],
+    ],
+    'then both applied once, in order',
+  );
+  t.same(r.settled, [
+    [1, 2, 3],
+    [4, 5, 6],
+  ]);
+  t.notOk(r.duplicated(), 'no message applied twice');
+  t.same(
+    queued.map((m) => m.worked),
+    [1, 1, 1, 1, 1, 1],
+    'both batches kept in progress for their retry',
   );
 });
