@@ -154,12 +154,14 @@ export class LaneScheduler<M extends Queued & { msg: { working(): void } }> {
           continue;
         }
         backoff.reset();
-        await this.hooks.settle(head.batch, answer.outcomes);
         lane.queue.splice(0, head.batch.length);
         for (const b of head.batch) {
           lane.scans -= b.scans;
           lane.reads -= b.reads;
         }
+        // The next full batch goes to the shard before this one is settled (its acks, dead letters).
+        await this.send(lane, flights, true);
+        await this.hooks.settle(head.batch, answer.outcomes);
         // With a backlog, what is left gathers more before the next batch (unless one is in flight).
         if (flights.length === 0 && this.hooks.backlog()) break;
       }
@@ -170,8 +172,8 @@ export class LaneScheduler<M extends Queued & { msg: { working(): void } }> {
     }
   }
 
-  /** Sends the next batch when none is in flight, and a full one behind a single batch in flight. */
-  private async send(lane: Lane<M>, flights: Flight<M>[]): Promise<void> {
+  /** Sends the next batch when none is in flight (`onlyFull`: if it is full), and a full one behind a single batch in flight. */
+  private async send(lane: Lane<M>, flights: Flight<M>[], onlyFull = false): Promise<void> {
     while (flights.length < 2) {
       let sent = 0;
       for (const f of flights) sent += f.batch.length;
@@ -179,7 +181,7 @@ export class LaneScheduler<M extends Queued & { msg: { working(): void } }> {
       const rest = sent === 0 ? lane.queue : lane.queue.slice(sent);
       const batch = rest.slice(0, batchLength(rest, this.limits));
       const previous = flights.at(-1)?.batch;
-      if (previous !== undefined && !(batch.length < rest.length || this.full(batch))) return;
+      if ((previous !== undefined || onlyFull) && !(batch.length < rest.length || this.full(batch))) return;
       if (!lane.bound) {
         // A new session binds before its first batch; nothing is sent behind a batch of the last one.
         if (previous !== undefined) return;

@@ -275,3 +275,25 @@ t.test('when the first of two batches in flight fails, the second is refused and
     'both batches kept in progress for their retry',
   );
 });
+
+t.test('the next full batch is sent before the one answered is settled', async (t) => {
+  const events: string[] = [];
+  const hooks: LaneHooks<Message> = {
+    bind: async () => undefined,
+    apply: async (_index, batch) => {
+      events.push(`apply ${batch.map((m) => m.id).join(',')}`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return batch.map((): ScanOutcome => ({ kind: 'applied' }) as unknown as ScanOutcome);
+    },
+    settle: async (batch) => {
+      events.push(`settle ${batch.map((m) => m.id).join(',')}`);
+    },
+    failed: () => undefined,
+    backlog: () => true,
+    stopping: () => false,
+  };
+  const lanes = new LaneScheduler<Message>(LIMITS, hooks);
+  for (let i = 1; i <= 9; i++) lanes.enqueue(0, message(i));
+  await eventually(() => events.filter((e) => e.startsWith('settle')).length === 3, 2000, 5);
+  t.same(events, ['apply 1,2,3', 'apply 4,5,6', 'apply 7,8,9', 'settle 1,2,3', 'settle 4,5,6', 'settle 7,8,9']);
+});
