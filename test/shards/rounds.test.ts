@@ -353,3 +353,44 @@ t.test('a write that fails after writing rows is undone whole, in a round and al
   t.same(reader.prepare('SELECT seq FROM events ORDER BY pos').pluck().all(), [1, 2, 3], 'no event of either, no hole');
   t.equal(writer.writer.inTransaction, false, 'no transaction left open');
 });
+
+t.test('scan batches submitted together: each is answered in a turn of its own, before the next one runs', async (t) => {
+  const { org, actor } = await shard(t);
+  let serial = 1000;
+  const batch = (seq: number): CommandMessage => ({
+    id: ++serial,
+    name: 'scans.apply',
+    args: {
+      items: [
+        {
+          stream: 'SCANS',
+          seq,
+          scan: { orgId: org.id, eventId: `e${seq}`, observedAt: Date.now(), location: { externalKey: 'NOWHERE' }, reads: [] },
+        },
+      ],
+      options: { historyGapMs: 0 },
+    },
+    now: Date.now(),
+  });
+  const order: string[] = [];
+  const answers: CommandAnswer[] = [];
+  await new Promise<void>((resolve) => {
+    actor.submit(batch(1), (answer) => {
+      answers.push(answer);
+      order.push('first answered');
+      // The worker sends a turn's answers from a microtask: it must run before the second batch does.
+      queueMicrotask(() => order.push('the first turn ended'));
+    });
+    actor.submit(batch(2), (answer) => {
+      answers.push(answer);
+      order.push('second answered');
+      resolve();
+    });
+  });
+  t.same(
+    answers.map((a) => a.error),
+    [undefined, undefined],
+    'both applied (their scan dead-lettered: no such location)',
+  );
+  t.same(order, ['first answered', 'the first turn ended', 'second answered']);
+});
