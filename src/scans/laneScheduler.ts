@@ -172,7 +172,10 @@ export class LaneScheduler<M extends Queued & { msg: { working(): void } }> {
     }
   }
 
-  /** Sends the next batch when none is in flight (`onlyFull`: if it is full), and a full one behind a single batch in flight. */
+  /**
+   * Sends the next batch when none is in flight (`onlyFull`: if it is full), and a full one behind a
+   * single batch in flight (or, behind a full one, the rest of a backlog the stream has delivered).
+   */
   private async send(lane: Lane<M>, flights: Flight<M>[], onlyFull = false): Promise<void> {
     while (flights.length < 2) {
       let sent = 0;
@@ -181,7 +184,9 @@ export class LaneScheduler<M extends Queued & { msg: { working(): void } }> {
       const rest = sent === 0 ? lane.queue : lane.queue.slice(sent);
       const batch = rest.slice(0, batchLength(rest, this.limits));
       const previous = flights.at(-1)?.batch;
-      if ((previous !== undefined || onlyFull) && !(batch.length < rest.length || this.full(batch))) return;
+      // Behind a full batch, the last of a backlog goes too when the stream has nothing more to deliver.
+      const last = previous !== undefined && this.full(previous) && !this.hooks.backlog();
+      if ((previous !== undefined || onlyFull) && !(batch.length < rest.length || this.full(batch) || last)) return;
       if (!lane.bound) {
         // A new session binds before its first batch; nothing is sent behind a batch of the last one.
         if (previous !== undefined) return;

@@ -119,27 +119,30 @@ t.test('a live feed: messages applied in stream order, in batches within the lim
   t.notOk(lanes.busy(), 'idle afterwards');
 });
 
-t.test('a batch short of the limits waits for the one in flight; shards do not wait for each other', async (t) => {
-  const r = recorder();
-  const lanes = new LaneScheduler<Message>(LIMITS, r.hooks);
-  r.hold();
-  for (let i = 1; i <= 4; i++) lanes.enqueue(0, message(i));
-  lanes.enqueue(1, message(100));
-  await eventually(() => lanes.active(), 1000, 5);
-  // Shard 1 is applied while shard 0's first batch is still held.
-  setTimeout(() => r.releaseAll(), 20);
-  await eventually(() => r.settled.flat().length === 5, 2000, 5);
-  t.notOk(r.overlap(), 'never two batches of one shard at once ([4] is not full)');
-  t.same(
-    r.applied.filter((b) => b.shard === 0).flatMap((b) => b.ids),
-    [1, 2, 3, 4],
-  );
-  t.same(
-    r.applied.filter((b) => b.shard === 1).flatMap((b) => b.ids),
-    [100],
-  );
-  t.same([...r.bound].sort(), [0, 1], 'each shard bound once');
-});
+t.test(
+  'a batch short of the limits waits for the one in flight while the stream has more; shards do not wait for each other',
+  async (t) => {
+    const r = recorder({ backlog: () => true });
+    const lanes = new LaneScheduler<Message>(LIMITS, r.hooks);
+    r.hold();
+    for (let i = 1; i <= 4; i++) lanes.enqueue(0, message(i));
+    lanes.enqueue(1, message(100));
+    await eventually(() => lanes.active(), 1000, 5);
+    // Shard 1 is applied while shard 0's first batch is still held.
+    setTimeout(() => r.releaseAll(), 20);
+    await eventually(() => r.settled.flat().length === 5, 2000, 5);
+    t.notOk(r.overlap(), 'never two batches of one shard at once ([4] is not full)');
+    t.same(
+      r.applied.filter((b) => b.shard === 0).flatMap((b) => b.ids),
+      [1, 2, 3, 4],
+    );
+    t.same(
+      r.applied.filter((b) => b.shard === 1).flatMap((b) => b.ids),
+      [100],
+    );
+    t.same([...r.bound].sort(), [0, 1], 'each shard bound once');
+  },
+);
 
 t.test('a failed batch is retried whole after a backoff, its messages kept in progress', async (t) => {
   const r = recorder();
@@ -234,7 +237,7 @@ t.test('a full batch is sent behind the one in flight, at most two, settled in o
     [7, 8],
   ]);
   t.same(r.sentBehind.length, 3);
-  t.equal(r.sentBehind[2], undefined, 'the last, short batch waited for the second to settle');
+  t.same(r.sentBehind[2], [4, 5, 6], 'the last, short batch sent behind the second (full) once the first settled: the stream has no more');
   t.notOk(r.duplicated(), 'each message applied once');
 });
 
@@ -296,4 +299,22 @@ t.test('the next full batch is sent before the one answered is settled', async (
   for (let i = 1; i <= 9; i++) lanes.enqueue(0, message(i));
   await eventually(() => events.filter((e) => e.startsWith('settle')).length === 3, 2000, 5);
   t.same(events, ['apply 1,2,3', 'apply 4,5,6', 'apply 7,8,9', 'settle 1,2,3', 'settle 4,5,6', 'settle 7,8,9']);
+});
+
+t.test('with more in the stream, the rest of the queue short of the limits is not sent behind a full batch', async (t) => {
+  let backlog = true;
+  const r = recorder({ backlog: () => backlog });
+  const lanes = new LaneScheduler<Message>(LIMITS, r.hooks);
+  r.hold();
+  for (let i = 1; i <= 5; i++) lanes.enqueue(0, message(i));
+  await eventually(() => r.sentBehind.length === 1, 1000, 5);
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  t.same(r.sentBehind, [undefined], 'only [1, 2, 3] in flight: [4, 5] gathers more');
+  backlog = false;
+  r.releaseAll();
+  await eventually(() => r.settled.flat().length === 5, 2000, 5);
+  t.same(r.settled, [
+    [1, 2, 3],
+    [4, 5],
+  ]);
 });
