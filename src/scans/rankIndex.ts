@@ -120,11 +120,7 @@ function numberPosition(
   return lo;
 }
 
-const positionsScratch = new Int32Array(64);
-const orderScratch = new Int32Array(64);
-/** rekeyMany's working arrays (its batches are below BULK_FROM): no allocation per call. */
-const scratchPositions = (n: number) => (n <= positionsScratch.length ? positionsScratch : new Int32Array(n));
-const scratchOrder = (n: number) => (n <= orderScratch.length ? orderScratch : new Int32Array(n));
+/** rekeyMany's merge buffers: a block and the pairs it takes (grown once for a block size above 1,024). */
 let keysScratch = new Float64Array(1024);
 let idsScratch = new Float64Array(1024);
 const scratchKeys = (n: number) => (n <= keysScratch.length ? keysScratch : (keysScratch = new Float64Array(n)));
@@ -132,6 +128,9 @@ const scratchIds = (n: number) => (n <= idsScratch.length ? idsScratch : (idsScr
 
 /** Below this many pairs, removeMany and insertMany go one pair at a time (a block pass costs more). */
 const BULK_FROM = 64;
+/** rekeyMany's working arrays: its one-pass path takes fewer than BULK_FROM pairs, so no allocation per call. */
+const positionsScratch = new Int32Array(BULK_FROM);
+const orderScratch = new Int32Array(BULK_FROM);
 
 export class RankIndex<K extends Key = number> {
   private readonly blocks: Block[];
@@ -340,7 +339,7 @@ export class RankIndex<K extends Key = number> {
       return;
     }
     // Where the old pairs are, found before the block changes (then in ascending order, insertion sort: n < BULK_FROM).
-    const gone = scratchPositions(n);
+    const gone = positionsScratch;
     let removed = 0;
     for (let i = from; i < to; i++) {
       const at = this.positionIn(b, before[i] as K, ids[i]!);
@@ -353,7 +352,7 @@ export class RankIndex<K extends Key = number> {
       gone[j] = at;
     }
     // The new pairs in this index's order (insertion sort: n < BULK_FROM).
-    const order = scratchOrder(n);
+    const order = orderScratch;
     for (let i = from; i < to; i++) {
       let j = i - from;
       while (j > 0 && numberBefore(after[i]!, ids[i]!, after[order[j - 1]!]!, ids[order[j - 1]!]!, this.ascending)) {

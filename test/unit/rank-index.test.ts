@@ -51,10 +51,19 @@ function check(ascending: boolean, blockSize: number, ops: Op[], strings = false
       keyOf.delete(o.id);
     } else if (o.kind === 'remove' && index.remove(o.key, o.id)) throw new Error(`removed absent ${o.id}`);
   }
-  const expected = idsInOrder(keyOf, ascending);
+  pagesEqual(index, idsInOrder(keyOf, ascending), [1, 7, 200], 13);
+}
+
+/** Every page of `index` at these limits (offsets `step` apart, every one at limit 1) equals the same slice of `expected`; its size too. */
+function pagesEqual(
+  index: { size: number; page(offset: number, limit: number): number[] },
+  expected: number[],
+  limits: number[],
+  step: number,
+): void {
   if (index.size !== expected.length) throw new Error(`size ${index.size}, expected ${expected.length}`);
-  for (const limit of [1, 7, 200]) {
-    for (let offset = 0; offset <= expected.length + 1; offset += limit === 1 ? 1 : 13) {
+  for (const limit of limits) {
+    for (let offset = 0; offset <= expected.length + 1; offset += limit === 1 ? 1 : step) {
       const got = index.page(offset, limit);
       const want = expected.slice(offset, offset + limit);
       if (got.length !== want.length || got.some((id, i) => id !== want[i]))
@@ -200,16 +209,7 @@ t.test('removeMany and insertMany (a batch of moves in one pass) page like the s
                 );
                 for (const m of moved) keyOf.set(m.id, m.to);
               }
-              const expected = idsInOrder(keyOf, ascending);
-              if (index.size !== expected.length) throw new Error(`size ${index.size}, expected ${expected.length}`);
-              for (const limit of [1, 9, 300]) {
-                for (let offset = 0; offset <= expected.length + 1; offset += limit === 1 ? 1 : 11) {
-                  const got = index.page(offset, limit);
-                  const want = expected.slice(offset, offset + limit);
-                  if (got.length !== want.length || got.some((id, i) => id !== want[i]))
-                    throw new Error(`offset ${offset} limit ${limit}: ${got.join(',')} != ${want.join(',')}`);
-                }
-              }
+              pagesEqual(index, idsInOrder(keyOf, ascending), [1, 9, 300], 11);
               // Single operations still work on what the bulk ones left.
               for (const [id, key] of keyOf) if (!index.remove(k(key), id)) throw new Error(`lost ${id} after the batch`);
               if (index.size !== 0) throw new Error(`size ${index.size} after removing everything`);
