@@ -18,6 +18,7 @@ import * as textIndexDeferrable from './016_text_index_deferrable.js';
 import * as rereadLog from './017_reread_log.js';
 import * as historyNextId from './018_history_next_id.js';
 import * as rereadBlocks from './019_reread_blocks.js';
+import * as locationMembersInMemory from './020_location_members_in_memory.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
 export const shardMigrations: Migration[] = [
@@ -40,4 +41,5 @@ export const shardMigrations: Migration[] = [
   rereadLog,
   historyNextId,
   rereadBlocks,
+  locationMembersInMemory,
 ];

@@ -35,8 +35,8 @@ const IDS_PER_CALL = 10_000;
  * How many assets the report places at any of `ids`: the report's own query and rules (its rank
  * index for one location, its SQL for several), so a count always equals the list it heads.
  * Each asset has one current location, so the totals of disjoint id sets add up. The SQL path is
- * asked for a page past any end: it then counts (a walk of the covering location index) and
- * sorts nothing.
+ * asked for a page past any end: it then counts (the positions the report index names at the
+ * locations, looked up by id) and sorts nothing.
  */
 export async function reportTotal(shard: Shard, orgId: number, ids: number[], now: number): Promise<number> {
   const sort = [{ field: 'asset_last_seen', desc: true }];
@@ -47,7 +47,7 @@ export async function reportTotal(shard: Shard, orgId: number, ids: number[], no
   let total = 0;
   for (let i = 0; i < ids.length; i += IDS_PER_CALL) {
     const filters: ReportFilters = { location_id: ids.slice(i, i + IDS_PER_CALL), sort, limit: 1, offset: Number.MAX_SAFE_INTEGER };
-    total += assetLocationsReport(shard, orgId, filters, now).total_count;
+    total += (await assetLocationsReport(shard, orgId, filters, now)).total_count;
   }
   return total;
 }

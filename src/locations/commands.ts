@@ -188,7 +188,7 @@ const deleteCommand = shardCommand(
       if (stmts.hasLiveChild.get(orgId, id) === 1) {
         throw conflictError('location has descendant locations; delete or move them first, cascade is not supported');
       }
-      if (shard.ports.placement.hasLiveAssetsAt(shard.writer, orgId, id)) {
+      if (shard.ports.placement.hasLiveAssetsAt(shard, orgId, id)) {
         throw conflictError('location has assets placed at it; they stay until scanned elsewhere or deleted, cascade is not supported');
       }
       const key = softDeleteRow(shard, 'locations', orgId, id, shard.now);

@@ -1,4 +1,4 @@
-import type { Db } from '../storage/sqlite.js';
+import type { ShardWriter } from '../shards/writer.js';
 
 /**
  * What the location rules ask of the scan side: whether live assets are currently placed at a
@@ -7,5 +7,5 @@ import type { Db } from '../storage/sqlite.js';
  */
 export interface AssetPlacement {
   /** Runs on the writer, inside the asking command's transaction. */
-  hasLiveAssetsAt(db: Db, orgId: number, locationId: number): boolean;
+  hasLiveAssetsAt(shard: ShardWriter, orgId: number, locationId: number): boolean;
 }

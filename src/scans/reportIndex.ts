@@ -619,6 +619,44 @@ export class ReportIndex {
     };
   }
 
+  /**
+   * The positions at some locations of an organization, for the report's SQLite side (reportQuery.ts
+   * `membersAt`): a superset of those the report counts there at the returned time. The live ones at
+   * each location, and with `includeDeleted` every deleted one of the organization (their location is
+   * left to SQLite). Every change of which positions are at a location, and of their liveness, is an
+   * event of the organization (a scan's asset.moved, an asset's update or delete), so a reader whose
+   * snapshot's last event sequence is `asOfSeq` sees these positions; a validity boundary is no
+   * event, so it judges liveness at `at`. Undefined when the index cannot answer for `now`, or when
+   * the positions are too many to pass by id (SQLite then walks the organization).
+   */
+  locationMembers(orgId: number, locationIds: number[], includeDeleted: boolean, now: number): LocationMembers | undefined {
+    this.settle();
+    this.advance(now);
+    if (now < this.settledSince) return undefined;
+    const asOfSeq = (this.eventHead.get(orgId) as number | undefined) ?? 0;
+    const org = this.orgs.get(orgId);
+    const ids: number[] = [];
+    if (org !== undefined) {
+      let count = includeDeleted ? org.deleted.size : 0;
+      const groups = [...new Set(locationIds)].map((id) => org.byLocation.get(id)).filter((g) => g !== undefined);
+      for (const group of groups) count += group.byId.size;
+      if (count > MAX_MEMBERS_BY_ID) return undefined;
+      for (const group of groups) for (const id of group.byId.entries(0, group.byId.size).ids) ids.push(id);
+      if (includeDeleted) for (const id of org.deleted.entries(0, org.deleted.size).ids) ids.push(id);
+    }
+    return { ids, asOfSeq, at: this.judgedAt };
+  }
+
+  /**
+   * Whether an organization's live positions, as the last command left them (no settle: this runs
+   * inside a command's transaction), include one at a location; with the time they were judged at,
+   * so that the caller can look for the positions the index leaves out (outside their validity then).
+   */
+  hasLivePositionAt(orgId: number, locationId: number): { found: boolean; judgedAt: number } {
+    const group = this.orgs.get(orgId)?.byLocation.get(locationId);
+    return { found: group !== undefined && group.bySeen.size > 0, judgedAt: this.judgedAt };
+  }
+
   private linkOf(locationId: number): TreeLink | undefined {
     let link = this.links.get(locationId);
     if (link === undefined) {
@@ -661,6 +699,26 @@ export interface ReportPageArgs {
   offset: number;
   limit: number;
 }
+
+/** Positions passed by id to the report's SQLite side at most; beyond, it walks the organization's positions. */
+const MAX_MEMBERS_BY_ID = 50_000;
+
+export interface LocationMembers {
+  /** Asset ids: every position the report counts at the locations at `at` is among them. */
+  ids: number[];
+  /** The organization's last event sequence when they were taken. */
+  asOfSeq: number;
+  /** The time liveness was judged at. */
+  at: number;
+}
+
+export const locationMembersCommand = shardCommand(
+  'scans.locationMembers',
+  (shard, args: { orgId: number; locationIds: number[]; includeDeleted: boolean }): LocationMembers | undefined =>
+    reportIndexOf(shard).locationMembers(args.orgId, args.locationIds, args.includeDeleted, shard.now),
+  'scans',
+  { readOnly: true },
+);
 
 export interface TreeCounts {
   /** The organization's last event sequence: the counts reflect every event up to it and none after. */

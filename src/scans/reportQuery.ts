@@ -7,7 +7,8 @@ import { applyLiveness, orgQuery, type Page } from '../masterdata/list.js';
 import { textIndexQuery, textIndexTable } from '../masterdata/textIndex.js';
 import type { Shard } from '../shards/shard.js';
 import { sqlBuilder } from '../storage/sqlite.js';
-import { reportPageCommand } from './reportIndex.js';
+import { lastSeq } from '../events/read.js';
+import { locationMembersCommand, reportPageCommand } from './reportIndex.js';
 import { laidOver, readerOverlayOf, SEEN_FUNCTION } from './rereadLog.js';
 import type { AssetLocationItem } from './schemas/assetLocationItem.js';
 
@@ -81,25 +82,32 @@ export function reportBase(
   now: number,
   joinAssets = false,
   walkTable = false,
+  members?: number[],
 ): Knex.QueryBuilder {
   const includeDeleted = f.include_deleted === true;
   const q = f.q !== undefined && f.q !== '' ? f.q : undefined;
   const byLocation = f.location_id !== undefined || f.location_external_key !== undefined;
-  // Planner statistics taken before the first scans would steer a location filter onto the
-  // last_seen walk (23 ms instead of 0.2 ms at 100,000 positions): name the index.
+  // With a location filter, the positions the report index names (`members`, a superset: the
+  // filters below still decide), looked up by id; without them the organization's positions are
+  // walked (no SQLite index holds location_id: migration 020).
   // With q and no location, the positions of the text index's rows (textIndex.ts: every asset q
   // matches is among them; the report's q leaves out the description, which the index holds, so the
   // exact test below still runs). CROSS JOIN keeps them outside: the planner would rather walk the org.
   const indexed = q !== undefined && !byLocation ? textIndexQuery(q) : undefined;
-  const base: Knex.QueryBuilder = byLocation
-    ? sqlBuilder.from(sqlBuilder.raw('scan_positions as p INDEXED BY scan_positions_location')).where('p.org_id', orgId)
-    : indexed !== undefined
+  const base: Knex.QueryBuilder =
+    members !== undefined
       ? sqlBuilder
-          .from(
-            sqlBuilder.raw(`${textIndexTable('assets')}(?) AS tm CROSS JOIN scan_positions AS p ON p.asset_id = tm.rowid`, [indexed.match]),
-          )
+          .from(sqlBuilder.raw('json_each(?) AS m CROSS JOIN scan_positions AS p ON p.asset_id = m.value', [JSON.stringify(members)]))
           .where('p.org_id', orgId)
-      : orgQuery('scan_positions', 'p', orgId, walkTable);
+      : indexed !== undefined
+        ? sqlBuilder
+            .from(
+              sqlBuilder.raw(`${textIndexTable('assets')}(?) AS tm CROSS JOIN scan_positions AS p ON p.asset_id = tm.rowid`, [
+                indexed.match,
+              ]),
+            )
+            .where('p.org_id', orgId)
+        : orgQuery('scan_positions', 'p', orgId, walkTable);
   base
     .whereRaw('+p.asset_valid_from <= ?', [now])
     .andWhere((w: Knex.QueryBuilder) => w.whereNull('p.asset_valid_to').orWhere('p.asset_valid_to', '>', now));
@@ -216,27 +224,52 @@ const LIVE_COUNT = `SELECT
   - (SELECT count(*) FROM scan_positions WHERE org_id = @org AND asset_deleted_at IS NULL AND asset_valid_from > @now)
   - (SELECT count(*) FROM scan_positions WHERE org_id = @org AND asset_deleted_at IS NULL AND asset_valid_to IS NOT NULL AND asset_valid_to <= @now)`;
 
+/** Tests only (TRACKD_TEST_MEMBERS_DELAY_MS): a pause between the report index's answer and the read, for a commit to land in. */
+const membersDelayMs = Number(process.env.TRACKD_TEST_MEMBERS_DELAY_MS) || 0;
+
+/** Every location of the organization with one of these keys, whatever its liveness (the report's filter decides). */
+const LOCATIONS_BY_KEY = 'SELECT id FROM locations WHERE org_id = ? AND external_key IN (SELECT value FROM json_each(?))';
+
 /**
  * The asset-locations report where the report index does not answer. The filters, the sort and the
  * asset liveness rule run on scan_positions alone (the asset's liveness is copied there, migration
- * 005), walking scan_positions_location for a location filter; no index holds last_seen_at
- * (migration 009), so the matching rows are sorted. The assets table is joined only for q,
- * asset_external_key and its sort, the locations table only for the location_external_key sort.
- * The page's rows are then read by id.
+ * 005); no index holds last_seen_at (migration 009), so the matching rows are sorted. The assets
+ * table is joined only for q, asset_external_key and its sort, the locations table only for the
+ * location_external_key sort. The page's rows are then read by id.
+ *
+ * With a location filter the report index names the positions at the locations (no SQLite index
+ * holds location_id: migration 020), with the organization's last event sequence then. Every change
+ * of which positions are at a location is an event, so the page stands when this thread's snapshot
+ * ends at the same sequence; liveness is judged at the index's time. Otherwise it is asked again,
+ * then the organization's positions are walked.
  */
-export function assetLocationsReport(shard: Shard, orgId: number, f: ReportFilters, now: number): Page<AssetLocationItem> {
-  // One read transaction: the re-read log's rows, the count and the page from one snapshot.
+export async function assetLocationsReport(shard: Shard, orgId: number, f: ReportFilters, now: number): Promise<Page<AssetLocationItem>> {
+  if (f.location_id !== undefined || f.location_external_key !== undefined) {
+    const locationIds =
+      f.location_id ??
+      (shard.readerStatements.get(LOCATIONS_BY_KEY).pluck().all(orgId, JSON.stringify(f.location_external_key)) as number[]);
+    for (let attempt = 0; attempt < INDEX_ATTEMPTS; attempt++) {
+      const members = await shard.send(locationMembersCommand, { orgId, locationIds, includeDeleted: f.include_deleted === true });
+      if (members === undefined) break;
+      if (membersDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, membersDelayMs));
+      // One read transaction: the re-read log's rows, the sequence, the count and the page from one snapshot.
+      const page = shard.reader.transaction(() =>
+        lastSeq(shard, orgId) === members.asOfSeq ? sqlReport(shard, orgId, f, members.at, members.ids) : undefined,
+      )();
+      if (page !== undefined) return page;
+    }
+  }
   return shard.reader.transaction(() => sqlReport(shard, orgId, f, now))();
 }
 
-function sqlReport(shard: Shard, orgId: number, f: ReportFilters, now: number): Page<AssetLocationItem> {
+function sqlReport(shard: Shard, orgId: number, f: ReportFilters, now: number, members?: number[]): Page<AssetLocationItem> {
   readerOverlayOf(shard).catchUp();
   const includeDeleted = f.include_deleted === true;
   const q = f.q !== undefined && f.q !== '' ? f.q : undefined;
   const sortsBy = (field: string) => f.sort.some((s) => s.field === field);
   const byLocation = f.location_id !== undefined || f.location_external_key !== undefined;
   if (q !== undefined) registerLowerFunction(shard);
-  const base = reportBase(orgId, f, now, sortsBy('asset_external_key'));
+  const base = reportBase(orgId, f, now, sortsBy('asset_external_key'), false, members);
   const unfiltered = !includeDeleted && !byLocation && f.asset_id === undefined && f.asset_external_key === undefined && q === undefined;
   let total: number;
   if (unfiltered) {

@@ -67,7 +67,7 @@ export function scanRoutes(): Route[] {
         const asOf = lastSeq(ctx.shard, ctx.principal.orgId);
         const page =
           (await indexedReport(ctx.shard, ctx.principal.orgId, filters, ctx.now)) ??
-          assetLocationsReport(ctx.shard, ctx.principal.orgId, filters, ctx.now);
+          (await assetLocationsReport(ctx.shard, ctx.principal.orgId, filters, ctx.now));
         return { status: 200, body: { ...page, as_of_seq: asOf } };
       },
     },
