@@ -621,7 +621,7 @@ export class ReportIndex {
 
   /**
    * The positions at some locations of an organization, for the report's SQLite side (reportQuery.ts
-   * `membersAt`): a superset of those the report counts there at the returned time. The live ones at
+   * `assetLocationsReport`): a superset of those the report counts there at the returned time. The live ones at
    * each location, and with `includeDeleted` every deleted one of the organization (their location is
    * left to SQLite). Every change of which positions are at a location, and of their liveness, is an
    * event of the organization (a scan's asset.moved, an asset's update or delete), so a reader whose
