@@ -226,9 +226,11 @@ const LIVE_COUNT = `SELECT
 
 /** Tests only (TRACKD_TEST_MEMBERS_DELAY_MS): a pause between the report index's answer and the read, for a commit to land in. */
 const membersDelayMs = Number(process.env.TRACKD_TEST_MEMBERS_DELAY_MS) || 0;
+/** Tests only (TRACKD_TEST_KEYS_DELAY_MS): a pause between resolving location keys and asking the report index. */
+const keysDelayMs = Number(process.env.TRACKD_TEST_KEYS_DELAY_MS) || 0;
 
 /** Every location of the organization with one of these keys, whatever its liveness (the report's filter decides). */
-const LOCATIONS_BY_KEY = 'SELECT id FROM locations WHERE org_id = ? AND external_key IN (SELECT value FROM json_each(?))';
+const LOCATIONS_BY_KEY = 'SELECT id FROM locations WHERE org_id = ? AND external_key IN (SELECT value FROM json_each(?)) ORDER BY id';
 
 /**
  * The asset-locations report where the report index does not answer. The filters, the sort and the
@@ -245,16 +247,20 @@ const LOCATIONS_BY_KEY = 'SELECT id FROM locations WHERE org_id = ? AND external
  */
 export async function assetLocationsReport(shard: Shard, orgId: number, f: ReportFilters, now: number): Promise<Page<AssetLocationItem>> {
   if (f.location_id !== undefined || f.location_external_key !== undefined) {
-    const locationIds =
-      f.location_id ??
-      (shard.readerStatements.get(LOCATIONS_BY_KEY).pluck().all(orgId, JSON.stringify(f.location_external_key)) as number[]);
+    const keys = f.location_external_key === undefined ? undefined : JSON.stringify(f.location_external_key);
+    const keyed = () => shard.readerStatements.get(LOCATIONS_BY_KEY).pluck().all(orgId, keys) as number[];
     for (let attempt = 0; attempt < INDEX_ATTEMPTS; attempt++) {
+      const locationIds = f.location_id ?? keyed();
+      if (keys !== undefined && keysDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, keysDelayMs));
       const members = await shard.send(locationMembersCommand, { orgId, locationIds, includeDeleted: f.include_deleted === true });
       if (members === undefined) break;
       if (membersDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, membersDelayMs));
       // One read transaction: the re-read log's rows, the sequence, the count and the page from one snapshot.
+      // The keys are resolved again in it: a location given one of them may have come before the index answered.
       const page = shard.reader.transaction(() =>
-        lastSeq(shard, orgId) === members.asOfSeq ? sqlReport(shard, orgId, f, members.at, members.ids) : undefined,
+        lastSeq(shard, orgId) === members.asOfSeq && (keys === undefined || keyed().join() === locationIds.join())
+          ? sqlReport(shard, orgId, f, members.at, members.ids)
+          : undefined,
       )();
       if (page !== undefined) return page;
     }
