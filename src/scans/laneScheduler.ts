@@ -1,6 +1,6 @@
 import { Backoff } from './backoff.js';
 import type { ScanOutcome } from './apply.js';
-import { batchLength, keepGathering, type BatchLimits, type Queued } from './lanes.js';
+import { atLimit, batchLength, keepGathering, type BatchLimits, type Queued } from './lanes.js';
 
 /** What the scheduler asks of the consumer that owns it (the JetStream session and the shards). */
 export interface LaneHooks<M extends Queued> {
@@ -185,8 +185,8 @@ export class LaneScheduler<M extends Queued & { msg: { working(): void } }> {
       const batch = rest.slice(0, batchLength(rest, this.limits));
       const previous = flights.at(-1)?.batch;
       // Behind a full batch, the last of a backlog goes too when the stream has nothing more to deliver.
-      const last = previous !== undefined && this.full(previous) && !this.hooks.backlog();
-      if ((previous !== undefined || onlyFull) && !(batch.length < rest.length || this.full(batch) || last)) return;
+      const last = previous !== undefined && atLimit(previous, this.limits) && !this.hooks.backlog();
+      if ((previous !== undefined || onlyFull) && !(batch.length < rest.length || atLimit(batch, this.limits) || last)) return;
       if (!lane.bound) {
         // A new session binds before its first batch; nothing is sent behind a batch of the last one.
         if (previous !== undefined) return;
@@ -204,16 +204,5 @@ export class LaneScheduler<M extends Queued & { msg: { working(): void } }> {
       );
       flights.push({ batch, answer });
     }
-  }
-
-  /** Whether a batch is at either limit (a batch behind one in flight is sent only full). */
-  private full(batch: M[]): boolean {
-    let scans = 0;
-    let reads = 0;
-    for (const b of batch) {
-      scans += b.scans;
-      reads += b.reads;
-    }
-    return scans >= this.limits.maxBatch || reads >= this.limits.maxBatchReads;
   }
 }

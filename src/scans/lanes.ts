@@ -32,6 +32,17 @@ export function batchLength(queue: readonly Queued[], limits: BatchLimits): numb
   return n;
 }
 
+/** Whether a batch is at either limit (a batch behind one in flight is sent only full: laneScheduler.ts). */
+export function atLimit(batch: readonly Queued[], limits: BatchLimits): boolean {
+  let scans = 0;
+  let reads = 0;
+  for (const b of batch) {
+    scans += b.scans;
+    reads += b.reads;
+  }
+  return scans >= limits.maxBatch || reads >= limits.maxBatchReads;
+}
+
 /** A lane's queue as the gather rule sees it. */
 export interface LaneState {
   /** Messages queued now, and at the last check. */
