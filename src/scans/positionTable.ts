@@ -13,6 +13,21 @@ export interface StoredPosition {
   visitCount: number;
 }
 
+/** A position to copy into (PositionTable.copyTo), with `stored` (whether its scan_positions row exists) false. */
+export function blankPosition(): StoredPosition & { stored: boolean } {
+  return {
+    assetId: 0,
+    orgId: 0,
+    locationId: 0,
+    lastSeenAt: 0,
+    visitId: 0,
+    visitStartedAt: 0,
+    visitReadCount: 0,
+    visitCount: 0,
+    stored: false,
+  };
+}
+
 const PLACED = 1;
 /** The asset has no position (never scanned): remembered so that it is not looked up again. */
 const UNPLACED = 2;
@@ -51,19 +66,24 @@ export class PositionTable extends AssetSlots<PositionColumns> {
   get(assetId: number): (StoredPosition & { stored: boolean }) | null | undefined {
     const i = this.find(assetId);
     if (i < 0) return undefined;
+    if (this.columns.states[i] === UNPLACED) return null;
+    const p = blankPosition();
+    this.copyTo(i, p);
+    p.stored = true;
+    return p;
+  }
+
+  /** Copies the position at `slot` (from find(); placed) into `target`. */
+  copyTo(slot: number, target: StoredPosition): void {
     const c = this.columns;
-    if (c.states[i] === UNPLACED) return null;
-    return {
-      assetId,
-      orgId: c.orgs[i]!,
-      locationId: c.locations[i]!,
-      lastSeenAt: c.seen[i]!,
-      visitId: c.visits[i]!,
-      visitStartedAt: c.started[i]!,
-      visitReadCount: c.reads[i]!,
-      visitCount: c.visitCounts[i]!,
-      stored: true,
-    };
+    target.assetId = this.ids[slot]!;
+    target.orgId = c.orgs[slot]!;
+    target.locationId = c.locations[slot]!;
+    target.lastSeenAt = c.seen[slot]!;
+    target.visitId = c.visits[slot]!;
+    target.visitStartedAt = c.started[slot]!;
+    target.visitReadCount = c.reads[slot]!;
+    target.visitCount = c.visitCounts[slot]!;
   }
 
   /** Whether `slot` (from find()) holds a position, not "none". */
