@@ -261,9 +261,12 @@ class ScanStore {
         if (moves === undefined) movesByOrg.set(p.orgId, (moves = new MoveColumns()));
         const at = this.positions.find(assetId);
         moves.push(assetId, this.positions.seenAt(at), this.positions.locationAt(at), p.lastSeenAt, p.locationId);
-      } else fresh.push(p.orgId, assetId, p.lastSeenAt, p.locationId);
-      p.stored = true;
-      this.positions.set(assetId, p);
+        this.positions.setAt(at, p);
+      } else {
+        fresh.push(p.orgId, assetId, p.lastSeenAt, p.locationId);
+        p.stored = true;
+        this.positions.set(assetId, p);
+      }
     }
     const committedAt = performance.now();
     for (const [orgId, moves] of movesByOrg) this.report.movedMany(orgId, moves);

@@ -114,11 +114,13 @@ export class PositionTable extends AssetSlots<PositionColumns> {
   /** Sets the asset's position (its fields are copied), or (null) that it has none. */
   set(assetId: number, p: StoredPosition | null): void {
     const i = this.claim(assetId);
+    if (p === null) this.columns.states[i] = UNPLACED;
+    else this.setAt(i, p);
+  }
+
+  /** Sets the position at slot `i` (from find(): the slot of p's asset), its fields copied. */
+  setAt(i: number, p: StoredPosition): void {
     const c = this.columns;
-    if (p === null) {
-      c.states[i] = UNPLACED;
-      return;
-    }
     c.states[i] = PLACED;
     c.orgs[i] = p.orgId;
     c.locations[i] = p.locationId;
