@@ -221,7 +221,7 @@ export class EventLog {
    * location's JSON kept beside the tree cache (field ingest moves thousands of assets a second):
    * the same text as JSON.stringify of { asset, from, to, observed_at, entered, left }, which the
    * event tests compare. The tree's epoch is read once and the assets' keys in one query: two
-   * statements per move were a tenth of a 100,000-read batch's CPU (docs/field-rereads.md).
+   * statements per move cost about 50 ms of a 100,000-read batch (docs/field-rereads.md).
    */
   movedMany(moves: MovedEvents): void {
     const m = moves.values;
