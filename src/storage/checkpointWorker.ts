@@ -1,13 +1,17 @@
 /** The checkpoint worker of checkpointer.ts: PASSIVE WAL checkpoints of the registered files. */
 import { parentPort } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { nameThread } from '../runtime/threadPriority.js';
+import { nameThread, runAsBackgroundThread } from '../runtime/threadPriority.js';
 import { tracePauses, traceSpan } from '../runtime/pauseTrace.js';
 
 tracePauses('checkpoint');
 nameThread('ckpt');
+// Its copies can wait for a core: at the process's priority they took one from a shard thread in
+// mid-batch on a busy machine (a scan batch's phases ran longer by about what the copy took).
+runAsBackgroundThread();
 
-const INTERVAL_MS = 200;
+/** Often enough that a batch's pages are copied before the writer's next batch, so that it can restart the WAL. */
+const INTERVAL_MS = 50;
 const open = new Map<string, Database.Database>();
 
 parentPort!.on('message', (message: { add?: string; remove?: string }) => {
