@@ -24,9 +24,8 @@ export function nameThread(role: string): void {
  * Lowers the calling thread's scheduling priority by BACKGROUND_NICE (validated by config.ts; the
  * threads read it from the environment they share with the main thread), relative to the nice it
  * inherited, at most to 19. For threads whose work may wait while the machine is busy: the event
- * relay's publishes to EVENTS (the event streams and webhooks read the log itself, not EVENTS),
- * snapshots and WAL checkpoints (a writer past its safety net checkpoints itself). On a saturated
- * machine the shard threads, the scan consumer and the HTTP threads then
+ * relay's publishes to EVENTS (the event streams and webhooks read the log itself, not EVENTS) and
+ * snapshots. On a saturated machine the shard threads, the scan consumer and the HTTP threads then
  * go first. Raising a nice value needs no capability. On Linux a nice value belongs to one thread:
  * `setpriority(PRIO_PROCESS, tid)` changes only that thread. Returns the nice value set, or
  * undefined where none was.

@@ -1,14 +1,14 @@
 /** The checkpoint worker of checkpointer.ts: PASSIVE WAL checkpoints of the registered files. */
 import { parentPort } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { nameThread, runAsBackgroundThread } from '../runtime/threadPriority.js';
+import { nameThread } from '../runtime/threadPriority.js';
 import { tracePauses, traceSpan } from '../runtime/pauseTrace.js';
 
 tracePauses('checkpoint');
+// At the process's priority, not BACKGROUND_NICE: niced, it held the WAL's locks while it waited for
+// a core, and a shard's writer waited for it (small ingest-field: 22,208 and 22,291 reads/s niced,
+// 157,053 not; docs/field-rereads.md).
 nameThread('ckpt');
-// Its copies can wait for a core: at the process's priority they took one from a shard thread in
-// mid-batch on a busy machine (a scan batch's phases ran longer by about what the copy took).
-runAsBackgroundThread();
 
 /** Often enough that a batch's pages are copied before the writer's next batch, so that it can restart the WAL. */
 const INTERVAL_MS = 50;

@@ -3,7 +3,7 @@ import t from 'tap';
 import { eventually, spawnTrackd } from '../helpers/trackd.js';
 
 /**
- * Threads are named `trackd-<role>` and the background ones (the event relays, the WAL checkpointer) run
+ * Threads are named `trackd-<role>` and the background ones (the event relays) run
  * BACKGROUND_NICE (default 10) lower than the process, the others at the process's own nice: read from /proc, per thread.
  */
 
@@ -46,7 +46,7 @@ async function niceByName(pid: number): Promise<Record<string, number>> {
 
 const skip = process.platform !== 'linux' ? 'per-thread nice values are Linux only' : false;
 
-t.test('relays and checkpointer at BACKGROUND_NICE (default 10), shards and HTTP threads at the process nice', { skip }, async (t) => {
+t.test('relays at BACKGROUND_NICE (default 10), shards, HTTP threads and checkpointer at the process nice', { skip }, async (t) => {
   const trackd = await spawnTrackd(t);
   const nice = await niceByName(trackd.process.pid!);
   const own = processNice(trackd.process.pid!);
@@ -57,7 +57,7 @@ t.test('relays and checkpointer at BACKGROUND_NICE (default 10), shards and HTTP
     'trackd-http-1': own,
     'trackd-relay-0': Math.min(19, own + 10),
     'trackd-relay-1': Math.min(19, own + 10),
-    'trackd-ckpt': Math.min(19, own + 10),
+    'trackd-ckpt': own,
   });
 });
 
@@ -72,7 +72,6 @@ t.test('BACKGROUND_NICE=19 and BACKGROUND_NICE=0', { skip }, async (t) => {
     const relays = Math.min(19, own + lower);
     t.equal(nice['trackd-relay-0'], relays, `BACKGROUND_NICE=${value}: relay-0`);
     t.equal(nice['trackd-relay-1'], relays, `BACKGROUND_NICE=${value}: relay-1`);
-    t.equal(nice['trackd-ckpt'], relays, `BACKGROUND_NICE=${value}: checkpointer`);
     t.equal(nice['trackd-shard-0'], own, `BACKGROUND_NICE=${value}: shard-0`);
     await trackd.stop();
   }
