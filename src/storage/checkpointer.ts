@@ -12,9 +12,9 @@ import { threadFile } from '../runtime/threadFile.js';
  *
  * The net is above what a few large batches write: a 100,000-read field batch at 1,000,000 assets
  * writes about 13,700 pages, and under a net of 10,000 each such commit checkpointed on the shard
- * thread, 150-200 of its 1,000 ms (the copy, then two fsyncs). So the WAL may reach 256 MiB per
- * shard during a burst; the worker's copies keep it near one batch, and the writer restarts it from
- * the start once they are complete.
+ * thread, 170-190 of its 900-1,100 ms (the copy, then two fsyncs). So the WAL may reach 256 MiB per
+ * shard during a burst. The writer restarts it from the start when a batch begins after a complete
+ * copy; in the large bench's burst it still reached the net at times (docs/field-rereads.md).
  */
 const SAFETY_NET_PAGES = 65_536;
 
