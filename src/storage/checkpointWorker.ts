@@ -5,9 +5,9 @@ import { nameThread } from '../runtime/threadPriority.js';
 import { tracePauses, traceSpan } from '../runtime/pauseTrace.js';
 
 tracePauses('checkpoint');
-// At the process's priority, not BACKGROUND_NICE: niced, it held the WAL's locks while it waited for
-// a core, and a shard's writer waited for it (small ingest-field: 22,208 and 22,291 reads/s niced,
-// 157,053 not; docs/field-rereads.md).
+// At the process's priority, not BACKGROUND_NICE: niced, it slowed the shards' writers (small
+// ingest-field: 22,208 and 22,291 reads/s niced, 157,053 not; docs/field-rereads.md), by all signs
+// waiting for a core while it held the WAL's locks.
 nameThread('ckpt');
 
 /** Often enough that a batch's pages are copied before the writer's next batch, so that it can restart the WAL. */
