@@ -49,28 +49,27 @@ class Block {
 
 const FIRST_BLOCK_CAPACITY = 8;
 /**
- * packedOrder's bounds: from this many pairs (a shorter sort costs less than the packing), and ids
- * spanning at most this many times the pairs (it indexes the span in an Int32Array: a location's
- * few pairs spread over 1,000,000 asset ids would allocate and clear megabytes per call).
+ * The pairs from..to-1 of (keys, ids), sorted in the index's order, from one numeric sort of
+ * (key - min key) * id span + (id - min id), each pair read back from its packed value: no table
+ * spanning the ids, so it also serves a location's few pairs spread over 1,000,000 asset ids. A scan
+ * batch's comparator sorts (95,000 pairs twice for the organization's order, about 475 twice for
+ * each of 200 locations') were a third of the report index's time per batch at 1,000,000 assets.
+ * Undefined (the caller sorts with the comparator) when a key or id is not an integer or the packed
+ * values would pass 2^53.
  */
-const PACKED_FROM = 2048;
-const PACKED_SPAN_PER_PAIR = 64;
-
-/**
- * The order of the (key, id) pairs, ascending or descending, from one numeric sort of
- * (key - min key) * id span + (id - min id): a scan batch's two sorts of 95,000 pairs with a
- * comparator were a third of the report index's time per batch at 1,000,000 assets. Undefined
- * (the comparator sort) outside its bounds, when a key or id is not an integer, when the packed
- * values would pass 2^53, or when an id comes twice (the packed value finds its pair by its id).
- */
-function packedOrder(keys: ArrayLike<number>, ids: ArrayLike<number>, ascending: boolean): Uint32Array | undefined {
-  const n = ids.length;
-  if (n < PACKED_FROM) return undefined;
+function packedPairs(
+  keys: ArrayLike<number>,
+  ids: ArrayLike<number>,
+  from: number,
+  to: number,
+  ascending: boolean,
+): { keys: Float64Array; ids: Float64Array } | undefined {
+  const n = to - from;
   let kMin = Number.POSITIVE_INFINITY;
   let kMax = Number.NEGATIVE_INFINITY;
   let iMin = Number.POSITIVE_INFINITY;
   let iMax = Number.NEGATIVE_INFINITY;
-  for (let p = 0; p < n; p++) {
+  for (let p = from; p < to; p++) {
     const k = keys[p]!;
     const i = ids[p]!;
     if (!Number.isSafeInteger(k) || !Number.isSafeInteger(i)) return undefined;
@@ -80,19 +79,29 @@ function packedOrder(keys: ArrayLike<number>, ids: ArrayLike<number>, ascending:
     if (i > iMax) iMax = i;
   }
   const span = iMax - iMin + 1;
-  if (span > PACKED_SPAN_PER_PAIR * n || (kMax - kMin + 1) * span > Number.MAX_SAFE_INTEGER) return undefined;
-  const pairOf = new Int32Array(span).fill(-1);
+  if ((kMax - kMin + 1) * span > Number.MAX_SAFE_INTEGER) return undefined;
   const packed = new Float64Array(n);
-  for (let p = 0; p < n; p++) {
-    const slot = ids[p]! - iMin;
-    if (pairOf[slot] !== -1) return undefined;
-    pairOf[slot] = p;
-    packed[p] = (keys[p]! - kMin) * span + slot;
-  }
+  for (let p = 0; p < n; p++) packed[p] = (keys[from + p]! - kMin) * span + (ids[from + p]! - iMin);
   packed.sort();
-  const order = new Uint32Array(n);
-  for (let j = 0; j < n; j++) order[j] = pairOf[packed[ascending ? j : n - 1 - j]! % span]!;
-  return order;
+  const sortedKeys = new Float64Array(n);
+  const sortedIds = new Float64Array(n);
+  for (let j = 0; j < n; j++) {
+    const v = packed[ascending ? j : n - 1 - j]!;
+    const slot = v % span;
+    sortedIds[j] = iMin + slot;
+    sortedKeys[j] = kMin + (v - slot) / span;
+  }
+  return { keys: sortedKeys, ids: sortedIds };
+}
+
+/** 0, 1, 2, ...: the order of pairs already sorted (grown on demand, never shrunk). */
+let identityScratch = new Uint32Array(0);
+function identity(n: number): Uint32Array {
+  if (identityScratch.length < n) {
+    identityScratch = new Uint32Array(Math.max(n, identityScratch.length * 2));
+    for (let i = 0; i < identityScratch.length; i++) identityScratch[i] = i;
+  }
+  return identityScratch.subarray(0, n);
 }
 
 /** Whether (ka, ia) comes before (kb, ib): descending by key then id, or ascending. */
@@ -226,7 +235,22 @@ export class RankIndex<K extends Key = number> {
       for (let i = 0; i < ids.length; i++) found[i] = this.remove(keys[i]!, ids[i]!);
       return found;
     }
-    const order = this.sortedOrder(keys, ids);
+    const sorted = this.strings ? undefined : packedPairs(keys as ArrayLike<number>, ids, 0, ids.length, this.ascending);
+    if (sorted === undefined) {
+      this.removeOrdered(keys, ids, this.sortedOrder(keys, ids), found);
+      return found;
+    }
+    const removed = new Array<boolean>(ids.length).fill(false);
+    this.removeOrdered(sorted.keys as unknown as ArrayLike<K>, sorted.ids, identity(ids.length), removed);
+    // Back to the callers' order: the pairs not there are few (a batch's moves of deleted assets).
+    const missing = new Set<string>();
+    for (let j = 0; j < removed.length; j++) if (!removed[j]) missing.add(`${sorted.keys[j]}:${sorted.ids[j]}`);
+    for (let p = 0; p < ids.length; p++) found[p] = missing.size === 0 || !missing.has(`${keys[p]}:${ids[p]}`);
+    return found;
+  }
+
+  /** removeMany's pass over the blocks, the pairs taken in `order` (this index's order); `found[p]` set for each pair p that was there. */
+  private removeOrdered(keys: ArrayLike<K>, ids: ArrayLike<number>, order: ArrayLike<number>, found?: boolean[]): void {
     let emptied = false;
     for (let j = 0; j < order.length; ) {
       const bi = this.blockFor(keys[order[j]!]!, ids[order[j]!]!);
@@ -240,7 +264,7 @@ export class RankIndex<K extends Key = number> {
         if (next !== undefined && this.compare(keys[p]!, ids[p]!, next.keys[0] as K, next.ids[0]!) >= 0) break;
         const at = this.positionIn(b, keys[p]!, ids[p]!, read);
         if (at >= b.length || b.keys[at] !== keys[p] || b.ids[at] !== ids[p]) continue;
-        found[p] = true;
+        if (found !== undefined) found[p] = true;
         if (kept !== read) {
           // Element by element: the runs between a batch's pairs are short, and a copyWithin call per run cost more.
           const keys = b.keys;
@@ -267,7 +291,6 @@ export class RankIndex<K extends Key = number> {
       this.blocks.length = 0;
       this.blocks.push(...(left.length > 0 ? left : [new Block(Math.min(FIRST_BLOCK_CAPACITY, this.blockSize), this.strings)]));
     }
-    return found;
   }
 
   /**
@@ -280,7 +303,13 @@ export class RankIndex<K extends Key = number> {
       for (let i = 0; i < ids.length; i++) this.insert(keys[i]!, ids[i]!);
       return;
     }
-    const order = this.sortedOrder(keys, ids);
+    const sorted = this.strings ? undefined : packedPairs(keys as ArrayLike<number>, ids, 0, ids.length, this.ascending);
+    if (sorted !== undefined) this.insertOrdered(sorted.keys as unknown as ArrayLike<K>, sorted.ids, identity(ids.length));
+    else this.insertOrdered(keys, ids, this.sortedOrder(keys, ids));
+  }
+
+  /** insertMany's merge, the pairs taken in `order` (this index's order). */
+  private insertOrdered(keys: ArrayLike<K>, ids: ArrayLike<number>, order: ArrayLike<number>): void {
     const blocks: Block[] = [];
     let j = 0;
     for (let bi = 0; bi < this.blocks.length; bi++) {
@@ -333,9 +362,10 @@ export class RankIndex<K extends Key = number> {
     const n = to - from;
     const b = this.blocks[0]!;
     if (this.blocks.length !== 1 || this.strings || n >= BULK_FROM || b.length + n >= this.blockSize) {
-      const pairIds = ids.subarray(from, to);
-      this.removeMany(before.subarray(from, to) as unknown as ArrayLike<K>, pairIds);
-      this.insertMany(after.subarray(from, to) as unknown as ArrayLike<K>, pairIds);
+      const gone = n >= BULK_FROM && !this.strings ? packedPairs(before, ids, from, to, this.ascending) : undefined;
+      if (gone === undefined) this.removeMany(before.subarray(from, to) as unknown as ArrayLike<K>, ids.subarray(from, to));
+      else this.removeOrdered(gone.keys as unknown as ArrayLike<K>, gone.ids, identity(n));
+      this.insertMany(after.subarray(from, to) as unknown as ArrayLike<K>, ids.subarray(from, to));
       return;
     }
     // Where the old pairs are, found before the block changes (then in ascending order, insertion sort: n < BULK_FROM).
@@ -400,12 +430,8 @@ export class RankIndex<K extends Key = number> {
     b.length = written;
   }
 
-  /** Indexes of the pairs, in this index's order. */
+  /** Indexes of the pairs, in this index's order, by comparator: string keys, or number keys packedPairs cannot pack. */
   private sortedOrder(keys: ArrayLike<K>, ids: ArrayLike<number>): Uint32Array {
-    if (!this.strings) {
-      const packed = packedOrder(keys as ArrayLike<number>, ids, this.ascending);
-      if (packed !== undefined) return packed;
-    }
     const order = new Uint32Array(ids.length);
     for (let i = 0; i < order.length; i++) order[i] = i;
     if (this.strings) return order.sort((a, b) => this.compare(keys[a]!, ids[a]!, keys[b]!, ids[b]!));
