@@ -26,6 +26,8 @@ export interface PublishResult {
   published: number;
   seconds: number;
   rate: number;
+  /** Wall clock (ms since the epoch) of the first publish: after the process started and connected. */
+  started_at: number;
   last: { asset: number; observedAt: number };
   /** Paced runs: the furthest a publish fell behind its due time. */
   max_behind_ms: number;
@@ -94,6 +96,7 @@ const poller = spec.probe === undefined ? undefined : pollProbes();
 /** How far the paced publisher fell behind its schedule (a burst follows any lag). */
 let maxBehindMs = 0;
 const started = performance.now();
+const startedAt = Date.now();
 let nextProbe = started;
 let inFlight = 0;
 let sent = 0;
@@ -157,6 +160,7 @@ const result: PublishResult = {
   published,
   seconds,
   rate: Math.round(published / seconds),
+  started_at: startedAt,
   last: { asset: last!.asset, observedAt: last!.observedAt },
   max_behind_ms: Number(maxBehindMs.toFixed(1)),
   ack: summarize(Float64Array.from(ackLatencies), ackLatencies.length),
