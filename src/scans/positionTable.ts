@@ -32,29 +32,29 @@ const PLACED = 1;
 /** The asset has no position (never scanned): remembered so that it is not looked up again. */
 const UNPLACED = 2;
 
-interface PositionColumns {
-  states: Uint8Array;
-  orgs: Float64Array;
-  locations: Float64Array;
-  seen: Float64Array;
-  visits: Float64Array;
-  started: Float64Array;
-  reads: Float64Array;
-  visitCounts: Float64Array;
-}
+/** A slot's row (assetSlots.ts): 64 bytes, one cache line. */
+const STATE = 0;
+const ORG = 1;
+const LOCATION = 2;
+const SEEN = 3;
+const VISIT = 4;
+const STARTED = 5;
+const READS = 6;
+const VISIT_COUNT = 7;
+const STRIDE = 8;
 
 /**
  * The positions a shard's scan writer keeps in memory (of each asset it has met, or that it has
- * none) as typed columns (placement: assetSlots.ts), 61 bytes a slot. At 1,000,000 assets a `Map`
+ * none) as typed rows (placement: assetSlots.ts), 68 bytes a slot. At 1,000,000 assets a `Map`
  * of one object per position (each timestamp a boxed double) was most of the shard thread's live
- * heap, 302-348 MB against 134-161 MB with the columns (docs/field-rereads.md).
+ * heap, 302-348 MB against 134-161 MB with typed arrays (docs/field-rereads.md).
  */
-export class PositionTable extends AssetSlots<PositionColumns> {
+export class PositionTable extends AssetSlots {
   /** Where the next trimTo() starts sweeping. */
   private sweepFrom = 0;
 
   constructor(capacityBits = 10) {
-    super(capacityBits);
+    super(capacityBits, STRIDE);
   }
 
   /** Whether the asset is known: placed, or known to have no position. */
@@ -66,7 +66,7 @@ export class PositionTable extends AssetSlots<PositionColumns> {
   get(assetId: number): (StoredPosition & { stored: boolean }) | null | undefined {
     const i = this.find(assetId);
     if (i < 0) return undefined;
-    if (this.columns.states[i] === UNPLACED) return null;
+    if (this.rows[i * STRIDE + STATE] === UNPLACED) return null;
     const p = blankPosition();
     this.copyTo(i, p);
     p.stored = true;
@@ -75,60 +75,62 @@ export class PositionTable extends AssetSlots<PositionColumns> {
 
   /** Copies the position at `slot` (from find(); placed) into `target`. */
   copyTo(slot: number, target: StoredPosition): void {
-    const c = this.columns;
+    const r = this.rows;
+    const at = slot * STRIDE;
     target.assetId = this.ids[slot]!;
-    target.orgId = c.orgs[slot]!;
-    target.locationId = c.locations[slot]!;
-    target.lastSeenAt = c.seen[slot]!;
-    target.visitId = c.visits[slot]!;
-    target.visitStartedAt = c.started[slot]!;
-    target.visitReadCount = c.reads[slot]!;
-    target.visitCount = c.visitCounts[slot]!;
+    target.orgId = r[at + ORG]!;
+    target.locationId = r[at + LOCATION]!;
+    target.lastSeenAt = r[at + SEEN]!;
+    target.visitId = r[at + VISIT]!;
+    target.visitStartedAt = r[at + STARTED]!;
+    target.visitReadCount = r[at + READS]!;
+    target.visitCount = r[at + VISIT_COUNT]!;
   }
 
   /** Whether `slot` (from find()) holds a position, not "none". */
   placedAt(slot: number): boolean {
-    return this.columns.states[slot] === PLACED;
+    return this.rows[slot * STRIDE + STATE] === PLACED;
   }
 
   locationAt(slot: number): number {
-    return this.columns.locations[slot]!;
+    return this.rows[slot * STRIDE + LOCATION]!;
   }
 
   seenAt(slot: number): number {
-    return this.columns.seen[slot]!;
+    return this.rows[slot * STRIDE + SEEN]!;
   }
 
   visitAt(slot: number): number {
-    return this.columns.visits[slot]!;
+    return this.rows[slot * STRIDE + VISIT]!;
   }
 
   visitStartAt(slot: number): number {
-    return this.columns.started[slot]!;
+    return this.rows[slot * STRIDE + STARTED]!;
   }
 
   visitCountAt(slot: number): number {
-    return this.columns.visitCounts[slot]!;
+    return this.rows[slot * STRIDE + VISIT_COUNT]!;
   }
 
   /** Sets the asset's position (its fields are copied), or (null) that it has none. */
   set(assetId: number, p: StoredPosition | null): void {
     const i = this.claim(assetId);
-    if (p === null) this.columns.states[i] = UNPLACED;
+    if (p === null) this.rows[i * STRIDE + STATE] = UNPLACED;
     else this.setAt(i, p);
   }
 
   /** Sets the position at slot `i` (from find(): the slot of p's asset), its fields copied. */
   setAt(i: number, p: StoredPosition): void {
-    const c = this.columns;
-    c.states[i] = PLACED;
-    c.orgs[i] = p.orgId;
-    c.locations[i] = p.locationId;
-    c.seen[i] = p.lastSeenAt;
-    c.visits[i] = p.visitId;
-    c.started[i] = p.visitStartedAt;
-    c.reads[i] = p.visitReadCount;
-    c.visitCounts[i] = p.visitCount;
+    const r = this.rows;
+    const at = i * STRIDE;
+    r[at + STATE] = PLACED;
+    r[at + ORG] = p.orgId;
+    r[at + LOCATION] = p.locationId;
+    r[at + SEEN] = p.lastSeenAt;
+    r[at + VISIT] = p.visitId;
+    r[at + STARTED] = p.visitStartedAt;
+    r[at + READS] = p.visitReadCount;
+    r[at + VISIT_COUNT] = p.visitCount;
   }
 
   /**
@@ -145,30 +147,5 @@ export class PositionTable extends AssetSlots<PositionColumns> {
       else i = (i + 1) & mask;
     }
     this.sweepFrom = i;
-  }
-
-  protected columnsFor(capacity: number): PositionColumns {
-    return {
-      states: new Uint8Array(capacity),
-      orgs: new Float64Array(capacity),
-      locations: new Float64Array(capacity),
-      seen: new Float64Array(capacity),
-      visits: new Float64Array(capacity),
-      started: new Float64Array(capacity),
-      reads: new Float64Array(capacity),
-      visitCounts: new Float64Array(capacity),
-    };
-  }
-
-  protected copySlot(source: PositionColumns, from: number, to: number): void {
-    const c = this.columns;
-    c.states[to] = source.states[from]!;
-    c.orgs[to] = source.orgs[from]!;
-    c.locations[to] = source.locations[from]!;
-    c.seen[to] = source.seen[from]!;
-    c.visits[to] = source.visits[from]!;
-    c.started[to] = source.started[from]!;
-    c.reads[to] = source.reads[from]!;
-    c.visitCounts[to] = source.visitCounts[from]!;
   }
 }

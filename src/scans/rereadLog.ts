@@ -405,8 +405,10 @@ export class RereadLog extends RereadOverlay {
     for (let k = 0; k < batch.count; k++) {
       const at = k * ENTRY_FIELDS;
       const assetId = e[at]!;
-      if (this.table.find(assetId) < 0) this.file(assetId);
+      const held = this.table.size;
       this.table.set(assetId, this.nextSeq + k, e[at + 1]!, e[at + 2]!, e[at + 3]!);
+      // A new entry (the table grew) is filed for the fold.
+      if (this.table.size > held) this.file(assetId);
     }
     this.nextSeq += batch.count;
   }
@@ -427,14 +429,14 @@ export class RereadLog extends RereadOverlay {
   }
 
   /** The distinct filed ids after `from` through `to`, ascending. */
-  private filedIn(from: number, to: number): number[] {
+  private filedIn(from: number, to: number): Float64Array {
     const out: number[] = [];
     for (const key of this.bucketsIn(from, to)) for (const id of this.buckets.get(key)!) if (id > from && id <= to) out.push(id);
-    out.sort((a, b) => a - b);
+    // A numeric sort of a typed array: a comparator sort of a slice's ids (about 100,000) cost several times more.
+    const sorted = Float64Array.from(out).sort();
     let kept = 0;
-    for (let i = 0; i < out.length; i++) if (i === 0 || out[i] !== out[i - 1]) out[kept++] = out[i]!;
-    out.length = kept;
-    return out;
+    for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) sorted[kept++] = sorted[i]!;
+    return sorted.subarray(0, kept);
   }
 
   /** Drops the filed ids after `from` through `to` (a committed fold wrote their entries). */

@@ -47,6 +47,8 @@ for (const { ids, bits, what } of [
       fc.property(fc.array(opOver(ids), { maxLength: 500 }), (ops) => {
         const table = new PositionTable(bits);
         const want = new Map<number, StoredPosition | null>();
+        // Slots taken from find() with the layout then: each must still hold its id while the layout stays (apply.ts reuses them).
+        const slots = new Map<number, { slot: number; layout: number }>();
         for (const o of ops) {
           if (o.kind === 'set') {
             const p = o.placed ? positionOf(o.id, o.n) : null;
@@ -62,6 +64,8 @@ for (const { ids, bits, what } of [
             for (const id of [...want.keys()]) if (!table.has(id)) want.delete(id);
           }
           if (table.size !== want.size) return false;
+          for (const [id, held] of slots) if (held.layout === table.layout && table.find(id) !== held.slot) return false;
+          if (o.kind === 'set') slots.set(o.id, { slot: table.find(o.id), layout: table.layout });
         }
         for (const id of ids) {
           const got = table.get(id);
