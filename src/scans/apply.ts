@@ -11,7 +11,7 @@ import { MoveColumns, reportIndexOf, type ReportIndex } from './reportIndex.js';
 import { extendsEarlier, visitStep } from './visits.js';
 import { eventLogOf, MovedEvents, type EventLog } from '../events/log.js';
 import { foldSliceOf, laidOver, rereadLogOf, type RereadBatch, type RereadLog } from './rereadLog.js';
-import { blankPosition, PositionTable, type StoredPosition } from './positionTable.js';
+import { PositionTable, type StoredPosition } from './positionTable.js';
 import { TagValues } from './tagValues.js';
 import { pauseTraceOn, traceSpan } from '../runtime/pauseTrace.js';
 
@@ -66,8 +66,19 @@ interface Position extends StoredPosition {
   layout: number;
 }
 
-function sparePosition(): Position {
-  return { ...blankPosition(), slot: -1, layout: -1 };
+/** A position: every one a batch handles is made here, so that all share one shape (the hot loops stay monomorphic). */
+function newPosition(
+  assetId: number,
+  orgId: number,
+  locationId: number,
+  lastSeenAt: number,
+  visitId: number,
+  visitStartedAt: number,
+  visitReadCount: number,
+  visitCount: number,
+  stored: boolean,
+): Position {
+  return { assetId, orgId, locationId, lastSeenAt, visitId, visitStartedAt, visitReadCount, visitCount, stored, slot: -1, layout: -1 };
 }
 
 interface HistoryRow {
@@ -532,7 +543,7 @@ class ScanStore {
     }
     if (!this.positions.placedAt(slot)) return undefined;
     let copy = this.spares[this.sparesUsed];
-    if (copy === undefined) this.spares.push((copy = sparePosition()));
+    if (copy === undefined) this.spares.push((copy = newPosition(0, 0, 0, 0, 0, 0, 0, 0, false)));
     this.sparesUsed++;
     this.positions.copyTo(slot, copy);
     copy.stored = true;
@@ -563,19 +574,7 @@ class ScanStore {
       case 'first': {
         this.moves.push(scan.orgId, assetId, undefined, locationId, t);
         const visitId = this.insertVisit(assetId, locationId, t);
-        touched.set(assetId, {
-          assetId,
-          orgId: scan.orgId,
-          locationId,
-          lastSeenAt: t,
-          visitId,
-          visitStartedAt: t,
-          visitReadCount: 1,
-          visitCount: 1,
-          stored: false,
-          slot: -1,
-          layout: -1,
-        });
+        touched.set(assetId, newPosition(assetId, scan.orgId, locationId, t, visitId, t, 1, 1, false));
         return;
       }
       case 'extend':
@@ -626,19 +625,17 @@ interface PositionRow {
 }
 
 function positionOf(row: PositionRow): Position {
-  return {
-    assetId: row.asset_id,
-    orgId: row.org_id,
-    locationId: row.location_id,
-    lastSeenAt: row.last_seen_at,
-    visitId: row.visit_id,
-    visitStartedAt: row.visit_started_at,
-    visitReadCount: row.visit_read_count,
-    visitCount: row.visit_count,
-    stored: true,
-    slot: -1,
-    layout: -1,
-  };
+  return newPosition(
+    row.asset_id,
+    row.org_id,
+    row.location_id,
+    row.last_seen_at,
+    row.visit_id,
+    row.visit_started_at,
+    row.visit_read_count,
+    row.visit_count,
+    true,
+  );
 }
 
 /**
