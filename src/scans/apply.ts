@@ -90,7 +90,7 @@ interface HistoryRow {
   read_count: number;
 }
 
-/** Most positions (current location and open visit of an asset) kept in memory per shard; 61 bytes a slot (positionTable.ts), up to 128 MiB. */
+/** Most positions (current location and open visit of an asset) kept in memory per shard; 68 bytes a slot (positionTable.ts), up to 136 MiB. */
 const MAX_POSITIONS = 1_000_000;
 
 /**
