@@ -347,7 +347,7 @@ class ScanStore {
     this.rereads.fold(log, foldSliceOf(touched.size, options.foldSlice));
     this.phaseMs.fold = lap();
     const logsRereads = this.rereads.logsRereads(options.foldSlice);
-    // The committed positions, read from the table's columns (a copy per touched position would be garbage of every batch).
+    // The committed positions, read from the table (a copy per touched position would be garbage of every batch).
     const committed = this.positions;
     // In asset-id order: consecutive rows share b-tree pages, which each statement then finds in cache.
     for (const p of inAssetOrder(touched)) {

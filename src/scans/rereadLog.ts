@@ -70,7 +70,7 @@ function blockOf(entries: Float64Array, count: number): Buffer {
  */
 export class RereadOverlay {
   /**
-   * The entries in typed columns (rereadTable.ts), for every holder: the writer's up to a cycle of
+   * The entries in typed arrays (rereadTable.ts), for every holder: the writer's up to a cycle of
    * entries (about 500,000 at 1,000,000 assets) as a `Map` of small objects, each with a boxed
    * double, were objects that every full collection of the shard thread's heap marked.
    */

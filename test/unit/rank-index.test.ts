@@ -168,7 +168,7 @@ t.test('removeMany and insertMany (a batch of moves in one pass) page like the s
     maxLength: 400,
     size: 'max',
   });
-  // Number keys take one numeric sort of packed pairs (integers within 2^53: packedOrder), or the
+  // Number keys take one numeric sort of packed pairs (integers within 2^53: packedPairs), or the
   // comparator sort: keys too far apart to pack, and keys that are not integers.
   const shapes: { name: string; key: (n: number) => never; strings: boolean }[] = [
     { name: 'integer keys', key: (n) => n as never, strings: false },
@@ -228,7 +228,7 @@ t.test('removeMany and insertMany (a batch of moves in one pass) page like the s
   }
 });
 
-t.test('batches of thousands of pairs (the packed sort: packedOrder) page like the sorted array', async (t) => {
+t.test('batches of thousands of pairs (the packed sort: packedPairs) page like the sorted array', async (t) => {
   for (const [name, k] of [
     ['integer keys', (n: number) => n],
     ['keys too far apart to pack', (n: number) => n * 2 ** 46],
