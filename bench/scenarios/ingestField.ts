@@ -33,8 +33,8 @@ export const ingestField: CustomScenario = {
     const warmVisible = await waitVisible(ctx, revisit.last.asset, revisit.last.observedAt, 30 * 60_000);
     const revisitRate = Math.round(ctx.dataset.assets.count / ((warmVisible - warmStarted) / 1000));
     // The burst starts from an idle shard: the revisit's last batch is visible once committed, and
-    // the shard may still be updating its report index (at 1,000,000 assets, 100-300 ms that the
-    // burst's first batch waited for).
+    // the shard may still be updating its report index (at 1,000,000 assets up to about a second,
+    // which the burst's first batch waited for).
     const settleBeforeMs = await waitSettled(ctx, 10 * 60_000);
     const burst = fieldPlan(ctx, READS, messages, 'field');
     const spawnedAt = Date.now();
@@ -42,7 +42,7 @@ export const ingestField: CustomScenario = {
     const visible = await waitVisible(ctx, published.last.asset, published.last.observedAt, 10 * 60_000);
     const visibleAt = Date.now() - (performance.now() - visible);
     // From the first publish (the publisher's clock, the same machine's): its process start and
-    // connection, about 300 ms, are the load generator's, not the field's.
+    // connection, 120-250 ms, are the load generator's, not the field's.
     const rate = Math.round((messages * READS) / ((visibleAt - published.started_at) / 1000));
     // The latency phase starts from an idle shard: visible means committed, and the shard may still
     // be updating the burst's last batch in memory (the report index) with more of it unacked.
