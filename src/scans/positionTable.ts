@@ -13,8 +13,8 @@ export interface StoredPosition {
   visitCount: number;
 }
 
-/** A position to copy into (PositionTable.copyTo), with `stored` (whether its scan_positions row exists) false. */
-export function blankPosition(): StoredPosition & { stored: boolean } {
+/** A position for get() to copy into, with `stored` (whether its scan_positions row exists) false. */
+function blankPosition(): StoredPosition & { stored: boolean } {
   return {
     assetId: 0,
     orgId: 0,

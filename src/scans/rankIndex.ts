@@ -250,7 +250,7 @@ export class RankIndex<K extends Key = number> {
   }
 
   /** removeMany's pass over the blocks, the pairs taken in `order` (this index's order); `found[p]` set for each pair p that was there. */
-  private removeOrdered(keys: ArrayLike<K>, ids: ArrayLike<number>, order: ArrayLike<number>, found?: boolean[]): void {
+  private removeOrdered(keys: ArrayLike<K>, ids: ArrayLike<number>, order: ArrayLike<number>, found: boolean[]): void {
     let emptied = false;
     for (let j = 0; j < order.length; ) {
       const bi = this.blockFor(keys[order[j]!]!, ids[order[j]!]!);
@@ -264,7 +264,7 @@ export class RankIndex<K extends Key = number> {
         if (next !== undefined && this.compare(keys[p]!, ids[p]!, next.keys[0] as K, next.ids[0]!) >= 0) break;
         const at = this.positionIn(b, keys[p]!, ids[p]!, read);
         if (at >= b.length || b.keys[at] !== keys[p] || b.ids[at] !== ids[p]) continue;
-        if (found !== undefined) found[p] = true;
+        found[p] = true;
         if (kept !== read) {
           // Element by element: the runs between a batch's pairs are short, and a copyWithin call per run cost more.
           const keys = b.keys;
@@ -362,10 +362,9 @@ export class RankIndex<K extends Key = number> {
     const n = to - from;
     const b = this.blocks[0]!;
     if (this.blocks.length !== 1 || this.strings || n >= BULK_FROM || b.length + n >= this.blockSize) {
-      const gone = n >= BULK_FROM && !this.strings ? packedPairs(before, ids, from, to, this.ascending) : undefined;
-      if (gone === undefined) this.removeMany(before.subarray(from, to) as unknown as ArrayLike<K>, ids.subarray(from, to));
-      else this.removeOrdered(gone.keys as unknown as ArrayLike<K>, gone.ids, identity(n));
-      this.insertMany(after.subarray(from, to) as unknown as ArrayLike<K>, ids.subarray(from, to));
+      const pairIds = ids.subarray(from, to);
+      this.removeMany(before.subarray(from, to) as unknown as ArrayLike<K>, pairIds);
+      this.insertMany(after.subarray(from, to) as unknown as ArrayLike<K>, pairIds);
       return;
     }
     // Where the old pairs are, found before the block changes (then in ascending order, insertion sort: n < BULK_FROM).
