@@ -19,6 +19,7 @@ import * as rereadLog from './017_reread_log.js';
 import * as historyNextId from './018_history_next_id.js';
 import * as rereadBlocks from './019_reread_blocks.js';
 import * as locationMembersInMemory from './020_location_members_in_memory.js';
+import * as reportAssetKey from './021_report_asset_key.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
 export const shardMigrations: Migration[] = [
@@ -42,4 +43,5 @@ export const shardMigrations: Migration[] = [
   historyNextId,
   rereadBlocks,
   locationMembersInMemory,
+  reportAssetKey,
 ];

@@ -128,8 +128,8 @@ function prepareStatements(db: Db) {
     positions: p(`SELECT ${POSITION_COLUMNS} FROM scan_positions WHERE asset_id IN (SELECT value FROM json_each(?))`),
     insertPosition:
       p(`INSERT INTO scan_positions (asset_id, org_id, location_id, last_seen_at, visit_id, visit_started_at, visit_read_count,
-                         visit_count, asset_deleted_at, asset_valid_from, asset_valid_to)
-                       SELECT ?, ?, ?, ?, ?, ?, ?, ?, a.deleted_at, a.valid_from, a.valid_to FROM assets a WHERE a.id = ?`),
+                         visit_count, asset_deleted_at, asset_valid_from, asset_valid_to, asset_external_key)
+                       SELECT ?, ?, ?, ?, ?, ?, ?, ?, a.deleted_at, a.valid_from, a.valid_to, a.external_key FROM assets a WHERE a.id = ?`),
     updatePosition:
       p(`UPDATE scan_positions SET location_id = ?, last_seen_at = ?, visit_id = ?, visit_started_at = ?, visit_read_count = ?,
                        visit_count = ? WHERE asset_id = ?`),

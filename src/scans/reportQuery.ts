@@ -54,10 +54,14 @@ export interface ReportRow {
   asset_deleted_at: number | null;
 }
 
-/** The rows of one page, by asset id, in one cached statement (ids passed as a JSON array). */
-const PAGE_ROWS = `SELECT p.asset_id, a.external_key AS asset_external_key, p.location_id, ${LOCATION_KEY} AS location_external_key,
-    p.last_seen_at, p.visit_id, p.visit_read_count, a.deleted_at AS asset_deleted_at
-  FROM scan_positions p JOIN assets a ON a.id = p.asset_id LEFT JOIN locations l ON l.id = p.location_id
+/**
+ * The rows of one page, by asset id, in one cached statement (ids passed as a JSON array). The
+ * asset's key and liveness are the copies on its position (migrations 005 and 021), kept in step
+ * with assets by triggers: no assets lookup per row.
+ */
+const PAGE_ROWS = `SELECT p.asset_id, p.asset_external_key, p.location_id, ${LOCATION_KEY} AS location_external_key,
+    p.last_seen_at, p.visit_id, p.visit_read_count, p.asset_deleted_at
+  FROM scan_positions p LEFT JOIN locations l ON l.id = p.location_id
   WHERE p.asset_id IN (SELECT value FROM json_each(?))`;
 
 /** How often a page is asked of the index again when a commit changed its rows in between, before SQLite answers it. */
@@ -234,10 +238,10 @@ const LOCATIONS_BY_KEY = 'SELECT id FROM locations WHERE org_id = ? AND external
 
 /**
  * The asset-locations report where the report index does not answer. The filters, the sort and the
- * asset liveness rule run on scan_positions alone (the asset's liveness is copied there, migration
- * 005); no index holds last_seen_at (migration 009), so the matching rows are sorted. The assets
- * table is joined only for q, asset_external_key and its sort, the locations table only for the
- * location_external_key sort. The page's rows are then read by id.
+ * asset liveness rule run on scan_positions alone (the asset's liveness and key are copied there,
+ * migrations 005 and 021); no index holds last_seen_at (migration 009), so the matching rows are
+ * sorted. The assets table is joined only for q and the asset_external_key filter, the locations
+ * table only for the location_external_key sort. The page's rows are then read by id.
  *
  * With a location filter the report index names the positions at the locations (no SQLite index
  * holds location_id: migration 020), with the organization's last event sequence then. Every change
@@ -275,7 +279,7 @@ function sqlReport(shard: Shard, orgId: number, f: ReportFilters, now: number, m
   const sortsBy = (field: string) => f.sort.some((s) => s.field === field);
   const byLocation = f.location_id !== undefined || f.location_external_key !== undefined;
   if (q !== undefined) registerLowerFunction(shard);
-  const base = reportBase(orgId, f, now, sortsBy('asset_external_key'), false, members);
+  const base = reportBase(orgId, f, now, false, false, members);
   const unfiltered = !includeDeleted && !byLocation && f.asset_id === undefined && f.asset_external_key === undefined && q === undefined;
   let total: number;
   if (unfiltered) {
@@ -290,7 +294,7 @@ function sqlReport(shard: Shard, orgId: number, f: ReportFilters, now: number, m
     if (sortsBy('location_external_key')) page.leftJoin('locations as l', 'l.id', 'p.location_id');
     const columns: Record<string, string> = {
       asset_last_seen: `${SEEN_FUNCTION}(p.asset_id, p.visit_id, p.visit_read_count, p.last_seen_at)`,
-      asset_external_key: 'a.external_key',
+      asset_external_key: 'p.asset_external_key',
       location_external_key: LOCATION_KEY,
     };
     for (const term of f.sort) page.orderByRaw(`${columns[term.field]} ${term.desc ? 'desc' : 'asc'}`);
