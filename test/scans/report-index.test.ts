@@ -10,7 +10,8 @@ import { spawnTrackd, startNats, startTrackd, testClock } from '../helpers/track
  * scan so that times tie), soft deletes, validity windows opened and closed, the clock moved past
  * boundaries with no write, and restarts (the index rebuilt from SQLite). Each check pages through
  * the whole report in both orders, per location by id and by external key, and through SQLite's
- * walk (a location filter given twice is answered there) to compare the two paths.
+ * walk (a location filter given twice is answered there) to compare the two paths, and checks each
+ * row's asset key too (read from the copy on its position, shard migration 021).
  */
 
 interface ModelAsset {
@@ -151,7 +152,7 @@ for (const seed of [1, 2]) {
     for (let step = 0; step < 40; step++) {
       const roll = random();
       let did: string;
-      if (roll < 0.52) {
+      if (roll < 0.55) {
         const location = pick(locations);
         const chosen = [...new Set(Array.from({ length: 1 + Math.floor(random() * 4) }, () => pick(assets)))];
         let at: number;
@@ -174,7 +175,7 @@ for (const seed of [1, 2]) {
           a.location = location.id;
         }
         did = `scan of ${chosen.length} at ${location.key}`;
-      } else if (roll < 0.535) {
+      } else if (roll < 0.565) {
         const l = pick(locations);
         const key = `RI-${seed}-M${step}`;
         const res = await api.req('POST', `/api/v1/locations/${l.id}/rename`, { external_key: key });
