@@ -30,8 +30,9 @@ interface Dirty {
   key: string;
 }
 
-const POSITION_COLUMNS = `p.asset_id, a.external_key AS asset_external_key, p.org_id, p.location_id, p.last_seen_at,
-  p.visit_id, p.visit_read_count, p.asset_deleted_at, p.asset_valid_from, p.asset_valid_to FROM scan_positions p JOIN assets a ON a.id = p.asset_id`;
+/** A committed position with its asset's key and liveness, all from the copies on the row (migrations 005 and 021). */
+const POSITION_COLUMNS = `p.asset_id, p.asset_external_key, p.org_id, p.location_id, p.last_seen_at,
+  p.visit_id, p.visit_read_count, p.asset_deleted_at, p.asset_valid_from, p.asset_valid_to FROM scan_positions p`;
 
 /** The live positions at one location: in -asset_last_seen order, and by asset id (the tiebreak of the location_external_key sort). */
 class LocationGroup {
