@@ -3,7 +3,7 @@
  * the real query (assetHistory over a shard file built by the shard migrations), in-process. One
  * JSON line: microseconds per page (limit 50, default and ascending sort) at each offset, and per
  * total_count of a time window (from/to) two ways in the same run: counting the window's visits
- * (the plain count, as before) and `windowCount` (the smaller side of the kept visit_count).
+ * (the plain count, as before) and `windowCount` (from the rank marks, shard migration 022).
  *
  *   node dist/bench/probes/historyDepth.js [--visits 100000]
  */
@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { shardMigrations } from '../../migrations/shard/index.js';
+import { MARKS_FROM_HISTORY } from '../../src/scans/historyMarks.js';
 import { assetHistory, windowCount } from '../../src/scans/historyQuery.js';
 import { Shard } from '../../src/shards/shard.js';
 import { migrate, openDatabase } from '../../src/storage/sqlite.js';
@@ -40,6 +41,8 @@ writer.transaction(() => {
     position.run(asset, 1 + (last % 10), BASE + last * 60_000 + 30_000, asset * VISITS + last, BASE + last * 60_000, VISITS);
   }
 })();
+// The rank marks the scan writer keeps as it inserts visits (shard migration 022 builds them the same way).
+writer.exec(MARKS_FROM_HISTORY);
 writer.close();
 
 const shard = new Shard(0, openDatabase(file, { readonly: true }), undefined as never, undefined as never);
@@ -79,7 +82,7 @@ const perWindow = (from: number | undefined, to: number | undefined) => {
   if (plain.answer !== kept.answer) throw new Error(`window count ${kept.answer} != ${plain.answer}`);
   return { visits: plain.answer, plain_us: plain.us, kept_us: kept.us, ratio: Math.round((plain.us / Math.max(1, kept.us)) * 10) / 10 };
 };
-const offsets = [...new Set([0, Math.min(1_000, VISITS - LIMIT), Math.floor(VISITS / 2), VISITS - LIMIT])];
+const offsets = [...new Set([0, Math.min(1_000, VISITS - LIMIT), Math.floor(VISITS / 4), Math.floor(VISITS / 2), VISITS - LIMIT])];
 console.log(
   JSON.stringify({
     visits: VISITS,

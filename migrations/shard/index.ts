@@ -20,6 +20,7 @@ import * as historyNextId from './018_history_next_id.js';
 import * as rereadBlocks from './019_reread_blocks.js';
 import * as locationMembersInMemory from './020_location_members_in_memory.js';
 import * as reportAssetKey from './021_report_asset_key.js';
+import * as historyMarks from './022_history_marks.js';
 
 /** Shard schema migrations, in order. Each feature adds its own file here. */
 export const shardMigrations: Migration[] = [
@@ -44,4 +45,5 @@ export const shardMigrations: Migration[] = [
   rereadBlocks,
   locationMembersInMemory,
   reportAssetKey,
+  historyMarks,
 ];

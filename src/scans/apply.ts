@@ -14,6 +14,7 @@ import { foldSliceOf, laidOver, rereadLogOf, type RereadBatch, type RereadLog } 
 import { PositionTable, type StoredPosition } from './positionTable.js';
 import { TagValues } from './tagValues.js';
 import { pauseTraceOn, traceSpan } from '../runtime/pauseTrace.js';
+import { HistoryMarksWriter } from './historyMarks.js';
 
 export type ScanOutcome =
   | { kind: 'applied'; readsApplied: number; unknownTags: number; locationTags: number }
@@ -187,6 +188,7 @@ class ScanStore {
   private readonly phaseMs = { resolve: 0, observe: 0, fold: 0, write: 0 };
   private phaseReads = 0;
   private readonly s: ReturnType<typeof prepareStatements>;
+  private readonly marks: HistoryMarksWriter;
 
   constructor(
     private readonly db: Db,
@@ -195,6 +197,7 @@ class ScanStore {
     private readonly rereads: RereadLog,
   ) {
     this.s = prepareStatements(db);
+    this.marks = new HistoryMarksWriter(db);
     this.nextHistoryId = db.prepare('SELECT next_id FROM scan_history_next WHERE id = 1').pluck().get() as number;
   }
 
@@ -586,6 +589,8 @@ class ScanStore {
         // A new visit at the same place (past the gap) is no move.
         if (p!.locationId !== locationId) this.moves.push(scan.orgId, assetId, p!.locationId, locationId, t);
         p!.visitId = this.insertVisit(assetId, locationId, t);
+        // t is at or past every read of the asset so far: the visit comes after all the others.
+        this.marks.appended(assetId, t, p!.visitId, p!.visitCount);
         p!.visitCount++;
         p!.locationId = locationId;
         p!.lastSeenAt = t;
@@ -603,8 +608,9 @@ class ScanStore {
         if (extendsEarlier(earlier, p!.visitId, t, locationId, gapMs))
           this.s.extendVisit.run(t, assetId, before!.event_observed_at, before!.id);
         else {
-          this.insertVisit(assetId, locationId, t);
+          const id = this.insertVisit(assetId, locationId, t);
           p!.visitCount++;
+          this.marks.inserted(assetId, t, id, p!.visitCount);
         }
         return;
       }

@@ -6,6 +6,8 @@ import type { Shard } from '../shards/shard.js';
 import { sqlBuilder } from '../storage/sqlite.js';
 import type { HistoryEvent } from './schemas/historyEvent.js';
 import { laidOver, readerOverlayOf } from './rereadLog.js';
+import { MARK_SPACING, markAtOrBelow, visitsBefore } from './historyMarks.js';
+import type { Knex } from 'knex';
 
 export interface HistoryFilters {
   from?: number;
@@ -44,35 +46,18 @@ export function assetExists(shard: Shard, orgId: number, assetId: number): boole
   );
 }
 
-const COUNT_RANGE = 'SELECT count(*) FROM scan_history WHERE asset_id = ? AND event_observed_at >= ? AND event_observed_at <= ?';
-// Apart: SQLite reads a lone min() or max() from one end of the index, but walks the range for both.
-const FIRST_VISIT = 'SELECT min(event_observed_at) FROM scan_history WHERE asset_id = ?';
-const LAST_VISIT = 'SELECT max(event_observed_at) FROM scan_history WHERE asset_id = ?';
-
 /**
- * The visits of an asset within [from, to], exact, counting whichever looks smaller: the window, or
- * the visits outside it (before `from`, after `to`: ranges of the primary key) taken from `visits`,
- * the count the writer keeps. Which is smaller is judged by time, the window's share of the span
- * from the first visit to the last (two index lookups), so a `from` a year back on a long history
- * walks the few visits before it. A wrong guess (visits bunched in time) walks at most every visit
- * of the asset, as counting the window could.
+ * The visits of an asset within [from, to], exact: the visits before `to` + 1 less those before
+ * `from`, each found from the rank mark below it (historyMarks.ts) and at most 2 x MARK_SPACING
+ * visits counted past it; `visits` (the count the writer keeps) when the window is open at the end.
  */
 export function windowCount(shard: Shard, assetId: number, visits: number, from: number | undefined, to: number | undefined): number {
   if (from === undefined && to === undefined) return visits;
+  if (from !== undefined && to !== undefined && from > to) return 0;
   const statements = shard.readerStatements;
-  const low = from ?? Number.MIN_SAFE_INTEGER;
-  const high = to ?? Number.MAX_SAFE_INTEGER;
-  const count = (start: number, end: number) => statements.get(COUNT_RANGE).pluck().get(assetId, start, end) as number;
-  const span = {
-    first: statements.get(FIRST_VISIT).pluck().get(assetId) as number | null,
-    last: statements.get(LAST_VISIT).pluck().get(assetId) as number | null,
-  };
-  if (span.first === null || span.last === null || low > high) return 0;
-  const inside = Math.max(0, Math.min(high, span.last) - Math.max(low, span.first));
-  if (span.last === span.first || inside * 2 <= span.last - span.first) return count(low, high);
-  const before = from === undefined || from <= span.first ? 0 : count(span.first, from - 1);
-  const after = to === undefined || to >= span.last ? 0 : count(to + 1, span.last);
-  return visits - before - after;
+  const before = from === undefined ? 0 : visitsBefore(statements, assetId, from);
+  const through = to === undefined ? visits : visitsBefore(statements, assetId, to + 1);
+  return Math.max(0, through - before);
 }
 
 /**
@@ -92,35 +77,37 @@ function historyPage(shard: Shard, assetId: number, f: HistoryFilters, now: numb
     .get('SELECT asset_id, visit_id, last_seen_at, visit_read_count, visit_count FROM scan_positions WHERE asset_id = ?')
     .get(assetId) as OpenVisit | undefined;
   const open = row === undefined ? undefined : laidOver(readerOverlayOf(shard).catchUp(), row);
-  const base = sqlBuilder('scan_history as h').leftJoin('locations as l', 'l.id', 'h.location_id').where('h.asset_id', assetId);
-  if (f.from !== undefined) base.where('h.event_observed_at', '>=', f.from);
-  if (f.to !== undefined) base.where('h.event_observed_at', '<=', f.to);
-  const { rows, total } = runList<HistoryRow>(shard.readerStatements, base, {
-    sort: f.sort,
-    columns: { event_observed_at: 'h.event_observed_at' },
-    idColumn: 'h.id',
-    tiebreak: 'follow',
-    count: () => windowCount(shard, assetId, open?.visit_count ?? 0, f.from, f.to),
-    fromNearerEnd: true,
-    limit: f.limit,
-    offset: f.offset,
-    select: [
-      'h.id',
-      'h.location_id',
-      'h.event_observed_at',
-      'h.last_seen_at',
-      'h.read_count',
-      'l.id as l_id',
-      'l.external_key as l_external_key',
-      'l.name as l_name',
-      'l.parent_id as l_parent_id',
-      'l.is_active as l_is_active',
-      sqlBuilder.raw('(l.deleted_at IS NULL AND l.valid_from <= ? AND (l.valid_to IS NULL OR l.valid_to > ?)) as l_effective', [
-        now,
-        now,
-      ]) as unknown as string,
-    ],
-  });
+  const total = windowCount(shard, assetId, open?.visit_count ?? 0, f.from, f.to);
+  const select = [
+    'h.id',
+    'h.location_id',
+    'h.event_observed_at',
+    'h.last_seen_at',
+    'h.read_count',
+    'l.id as l_id',
+    'l.external_key as l_external_key',
+    'l.name as l_name',
+    'l.parent_id as l_parent_id',
+    'l.is_active as l_is_active',
+    sqlBuilder.raw('(l.deleted_at IS NULL AND l.valid_from <= ? AND (l.valid_to IS NULL OR l.valid_to > ?)) as l_effective', [
+      now,
+      now,
+    ]) as unknown as string,
+  ];
+  const visits = () => sqlBuilder('scan_history as h').leftJoin('locations as l', 'l.id', 'h.location_id').where('h.asset_id', assetId);
+  const rows =
+    seekRows(shard, assetId, f, total, visits().select(select)) ??
+    runList<HistoryRow>(shard.readerStatements, windowed(visits(), f), {
+      sort: f.sort,
+      columns: { event_observed_at: 'h.event_observed_at' },
+      idColumn: 'h.id',
+      tiebreak: 'follow',
+      count: () => total,
+      fromNearerEnd: true,
+      limit: f.limit,
+      offset: f.offset,
+      select,
+    }).rows;
   const tagsByLocation = new Map<number, TagView[]>();
   const locationIds = [...new Set(rows.filter((r) => r.l_effective === 1).map((r) => r.location_id))];
   if (locationIds.length > 0) {
@@ -163,4 +150,37 @@ function historyPage(shard: Shard, assetId: number, f: HistoryFilters, now: numb
     offset: f.offset,
     total_count: total,
   };
+}
+
+function windowed(q: Knex.QueryBuilder, f: HistoryFilters): Knex.QueryBuilder {
+  if (f.from !== undefined) q.where('h.event_observed_at', '>=', f.from);
+  if (f.to !== undefined) q.where('h.event_observed_at', '<=', f.to);
+  return q;
+}
+
+/**
+ * A page whose nearer end of the window lies more than 2 x MARK_SPACING visits away: its first
+ * visit's rank (the visits before the window, plus the page's place in it), the mark at or below
+ * that rank, and the page read from the mark on, ascending (reversed for a descending sort). A page
+ * nearer an end (undefined here) is read from that end, as runList does.
+ */
+function seekRows(shard: Shard, assetId: number, f: HistoryFilters, total: number, q: Knex.QueryBuilder): HistoryRow[] | undefined {
+  // Time in the first term's direction, ties by id in the last's (runList): one direction for both, or no seek.
+  const desc = f.sort.at(-1)?.desc === true;
+  if (f.offset >= total || (f.sort[0]?.desc === true) !== desc) return undefined;
+  const length = Math.min(f.limit, total - f.offset);
+  const start = desc ? total - f.offset - length : f.offset;
+  if (Math.min(start, total - start - length) <= 2 * MARK_SPACING) return undefined;
+  const rank = (f.from === undefined ? 0 : visitsBefore(shard.readerStatements, assetId, f.from)) + start;
+  const mark = markAtOrBelow(shard.readerStatements, assetId, rank);
+  if (mark !== undefined) q.whereRaw('(h.event_observed_at, h.id) >= (?, ?)', [mark.at, mark.id]);
+  const page = q
+    .orderBy('h.event_observed_at', 'asc')
+    .orderBy('h.id', 'asc')
+    .limit(length)
+    .offset(rank - (mark?.rank ?? 0))
+    .toSQL()
+    .toNative();
+  const rows = shard.readerStatements.get(page.sql).all(...(page.bindings as unknown[])) as HistoryRow[];
+  return desc ? rows.reverse() : rows;
 }

@@ -99,3 +99,30 @@ export function sqlVisits(db: Database.Database, assetId: number, desc: boolean,
     read_count: r.read_count,
   }));
 }
+
+/** What the history rank marks (historyMarks.ts) must be after any program: exact ranks, gaps of at most 2 x `spacing`, none on short histories. */
+export function markFaults(db: Database.Database, spacing: number): string[] {
+  const faults: string[] = [];
+  const assets = db.prepare('SELECT asset_id, visit_count FROM scan_positions').all() as { asset_id: number; visit_count: number }[];
+  for (const { asset_id, visit_count } of assets) {
+    const marks = db
+      .prepare(
+        `SELECT m.rank, (SELECT count(*) FROM scan_history h WHERE h.asset_id = m.asset_id
+                           AND (h.event_observed_at, h.id) < (m.event_observed_at, m.id)) AS counted,
+                (SELECT count(*) FROM scan_history h WHERE h.asset_id = m.asset_id
+                           AND h.event_observed_at = m.event_observed_at AND h.id = m.id) AS visit
+         FROM scan_history_marks m WHERE m.asset_id = ? ORDER BY m.event_observed_at, m.id`,
+      )
+      .all(asset_id) as { rank: number; counted: number; visit: number }[];
+    let previous = 0;
+    for (const m of marks) {
+      if (m.visit !== 1) faults.push(`asset ${asset_id}: mark at rank ${m.rank} names no visit`);
+      if (m.rank !== m.counted) faults.push(`asset ${asset_id}: mark rank ${m.rank}, ${m.counted} visits before it`);
+      if (m.rank - previous > 2 * spacing || m.rank <= previous) faults.push(`asset ${asset_id}: gap ${previous} to ${m.rank}`);
+      previous = m.rank;
+    }
+    if (visit_count - previous > 2 * spacing) faults.push(`asset ${asset_id}: last gap ${previous} to ${visit_count}`);
+    if (visit_count <= spacing && marks.length > 0) faults.push(`asset ${asset_id}: marks on ${visit_count} visits`);
+  }
+  return faults;
+}

@@ -3,14 +3,16 @@ import t, { type Test } from 'tap';
 import { type AssetsClient, assetsClient } from '../helpers/assets.js';
 import { rng } from '../helpers/random.js';
 import { drained, natsClient, publish, publishAll, restartAndKillMidDrain, scanBody } from '../helpers/scans.js';
-import { iso, shardDb, sqlVisits, type Visit } from '../helpers/shardTruth.js';
+import { iso, markFaults, shardDb, sqlVisits, type Visit } from '../helpers/shardTruth.js';
+import { MARK_SPACING } from '../../src/scans/historyMarks.js';
 import { spawnTrackd, startNats, startTrackd, testClock } from '../helpers/trackd.js';
 
 /**
  * What the writer keeps so that reads need not count or walk (issue 13) against the plain SQL
  * answer over the same shard file: an asset's history (visit_count for total_count, pages read
- * from the nearer end) after random programs of scans (moves, re-reads within the gap, late scans),
- * restarts, and kill -9 in the middle of a backlog; the lists' total_count without q or keys
+ * from the nearer end or through the rank marks, which must be exact) after random programs of
+ * scans (moves, re-reads within the gap, late scans), restarts, and kill -9 in the middle of a
+ * backlog; the lists' total_count without q or keys
  * (master_live_counts less the rows outside their validity window) after random creates, patches
  * of is_active and validity, deletes, clock moves past boundaries, and restarts.
  */
@@ -167,6 +169,9 @@ t.test('kill -9 while a backlog drains: every count kept equals the rows counted
     [],
     'visit_count equals the rows of scan_history for every asset',
   );
+  // Each asset has about 1,800 visits, one in ten inserted late: the rank marks at their default spacing.
+  t.ok((db.prepare('SELECT count(*) FROM scan_history_marks').pluck().get() as number) > assets.length, 'long histories are marked');
+  t.same(markFaults(db, MARK_SPACING), [], 'every history rank mark exact, every gap within twice the spacing');
   const deep = assets[1]!.id;
   t.equal(
     await compareHistories(t, api, db, [deep], [base, base + SCANS * 10_000], 'after kill -9'),
