@@ -52,12 +52,17 @@ export function assetExists(shard: Shard, orgId: number, assetId: number): boole
  * visits counted past it; `visits` (the count the writer keeps) when the window is open at the end.
  */
 export function windowCount(shard: Shard, assetId: number, visits: number, from: number | undefined, to: number | undefined): number {
-  if (from === undefined && to === undefined) return visits;
-  if (from !== undefined && to !== undefined && from > to) return 0;
+  return windowRanks(shard, assetId, visits, from, to).total;
+}
+
+/** The window's visits (`total`) and the visits before it (`before`: the rank of its first). */
+function windowRanks(shard: Shard, assetId: number, visits: number, from: number | undefined, to: number | undefined) {
+  if (from === undefined && to === undefined) return { before: 0, total: visits };
+  if (from !== undefined && to !== undefined && from > to) return { before: 0, total: 0 };
   const statements = shard.readerStatements;
   const before = from === undefined ? 0 : visitsBefore(statements, assetId, from);
   const through = to === undefined ? visits : visitsBefore(statements, assetId, to + 1);
-  return Math.max(0, through - before);
+  return { before, total: Math.max(0, through - before) };
 }
 
 /**
@@ -77,7 +82,7 @@ function historyPage(shard: Shard, assetId: number, f: HistoryFilters, now: numb
     .get('SELECT asset_id, visit_id, last_seen_at, visit_read_count, visit_count FROM scan_positions WHERE asset_id = ?')
     .get(assetId) as OpenVisit | undefined;
   const open = row === undefined ? undefined : laidOver(readerOverlayOf(shard).catchUp(), row);
-  const total = windowCount(shard, assetId, open?.visit_count ?? 0, f.from, f.to);
+  const { before, total } = windowRanks(shard, assetId, open?.visit_count ?? 0, f.from, f.to);
   const select = [
     'h.id',
     'h.location_id',
@@ -95,19 +100,21 @@ function historyPage(shard: Shard, assetId: number, f: HistoryFilters, now: numb
     ]) as unknown as string,
   ];
   const visits = () => sqlBuilder('scan_history as h').leftJoin('locations as l', 'l.id', 'h.location_id').where('h.asset_id', assetId);
+  const span = seekSpan(f, total);
   const rows =
-    seekRows(shard, assetId, f, total, visits().select(select)) ??
-    runList<HistoryRow>(shard.readerStatements, windowed(visits(), f), {
-      sort: f.sort,
-      columns: { event_observed_at: 'h.event_observed_at' },
-      idColumn: 'h.id',
-      tiebreak: 'follow',
-      count: () => total,
-      fromNearerEnd: true,
-      limit: f.limit,
-      offset: f.offset,
-      select,
-    }).rows;
+    span !== undefined
+      ? seekRows(shard, assetId, before + span.start, span, visits().select(select))
+      : runList<HistoryRow>(shard.readerStatements, windowed(visits(), f), {
+          sort: f.sort,
+          columns: { event_observed_at: 'h.event_observed_at' },
+          idColumn: 'h.id',
+          tiebreak: 'follow',
+          count: () => total,
+          fromNearerEnd: true,
+          limit: f.limit,
+          offset: f.offset,
+          select,
+        }).rows;
   const tagsByLocation = new Map<number, TagView[]>();
   const locationIds = [...new Set(rows.filter((r) => r.l_effective === 1).map((r) => r.location_id))];
   if (locationIds.length > 0) {
@@ -158,29 +165,41 @@ function windowed(q: Knex.QueryBuilder, f: HistoryFilters): Knex.QueryBuilder {
   return q;
 }
 
+interface SeekSpan {
+  /** The page's first visit, counted from the window's first in ascending order. */
+  start: number;
+  length: number;
+  desc: boolean;
+}
+
 /**
- * A page whose nearer end of the window lies more than 2 x MARK_SPACING visits away: its first
- * visit's rank (the visits before the window, plus the page's place in it), the mark at or below
- * that rank, and the page read from the mark on, ascending (reversed for a descending sort). A page
- * nearer an end (undefined here) is read from that end, as runList does.
+ * Where a page lies in its window when the nearer end is more than 2 x MARK_SPACING visits away
+ * (read through a mark: seekRows); undefined for a page nearer an end, read from that end as
+ * runList does.
  */
-function seekRows(shard: Shard, assetId: number, f: HistoryFilters, total: number, q: Knex.QueryBuilder): HistoryRow[] | undefined {
+function seekSpan(f: HistoryFilters, total: number): SeekSpan | undefined {
   // Time in the first term's direction, ties by id in the last's (runList): one direction for both, or no seek.
   const desc = f.sort.at(-1)?.desc === true;
   if (f.offset >= total || (f.sort[0]?.desc === true) !== desc) return undefined;
   const length = Math.min(f.limit, total - f.offset);
   const start = desc ? total - f.offset - length : f.offset;
-  if (Math.min(start, total - start - length) <= 2 * MARK_SPACING) return undefined;
-  const rank = (f.from === undefined ? 0 : visitsBefore(shard.readerStatements, assetId, f.from)) + start;
+  return Math.min(start, total - start - length) <= 2 * MARK_SPACING ? undefined : { start, length, desc };
+}
+
+/**
+ * The page whose first visit has rank `rank` among the asset's visits: the mark at or below that
+ * rank, and the page read from the mark on, ascending (reversed for a descending sort).
+ */
+function seekRows(shard: Shard, assetId: number, rank: number, span: SeekSpan, q: Knex.QueryBuilder): HistoryRow[] {
   const mark = markAtOrBelow(shard.readerStatements, assetId, rank);
   if (mark !== undefined) q.whereRaw('(h.event_observed_at, h.id) >= (?, ?)', [mark.at, mark.id]);
   const page = q
     .orderBy('h.event_observed_at', 'asc')
     .orderBy('h.id', 'asc')
-    .limit(length)
+    .limit(span.length)
     .offset(rank - (mark?.rank ?? 0))
     .toSQL()
     .toNative();
   const rows = shard.readerStatements.get(page.sql).all(...(page.bindings as unknown[])) as HistoryRow[];
-  return desc ? rows.reverse() : rows;
+  return span.desc ? rows.reverse() : rows;
 }

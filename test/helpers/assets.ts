@@ -42,6 +42,26 @@ export async function assetsClient(trackd: Trackd, orgName: string): Promise<Ass
   return self;
 }
 
+/**
+ * Scan locations `<prefix>-L<i>` and assets `<prefix>-A<i>` (named `A<i>`), each asset carrying the
+ * rfid tag `<prefix in lower case><i>`: the fixture of the scan programs that compare with SQLite.
+ */
+export async function scanFixture(
+  api: AssetsClient,
+  prefix: string,
+  counts: { locations: number; assets: number },
+): Promise<{ locations: string[]; assets: { id: number; tag: string }[] }> {
+  const locations = Array.from({ length: counts.locations }, (_, i) => `${prefix}-L${i}`);
+  for (const key of locations) await api.req('POST', '/api/v1/locations', { external_key: key, name: key });
+  const assets: { id: number; tag: string }[] = [];
+  for (let i = 0; i < counts.assets; i++) {
+    const tag = `${prefix.toLowerCase()}${i}`;
+    const a = await api.create({ external_key: `${prefix}-A${i}`, name: `A${i}`, tags: [{ tag_type: 'rfid', value: tag }] });
+    assets.push({ id: a.id, tag });
+  }
+  return { locations, assets };
+}
+
 export async function startAssets(t: Teardown, orgName = 'Assets Org'): Promise<AssetsClient> {
   return assetsClient(await startTrackd(t), orgName);
 }

@@ -50,6 +50,14 @@ export interface Visit {
   read_count: number;
 }
 
+/** A visit of the API's history answer, with only the fields compared with SQLite. */
+export const visitOf = (v: Visit): Visit => ({
+  event_observed_at: v.event_observed_at,
+  location_id: v.location_id,
+  last_seen_at: v.last_seen_at,
+  read_count: v.read_count,
+});
+
 /**
  * scan_positions as the service answers from it, in plain SQL: each row with the latest entry of
  * the re-read log (migrations 017 and 019) laid over it when that names the same visit with a
@@ -75,7 +83,8 @@ export function shardDb(t: Teardown, dataDir: string): Database.Database {
 }
 
 /** An asset's visits the plain way: every history row in order, the open one with its position's running figures (the re-read log laid over). */
-export function sqlVisits(db: Database.Database, assetId: number, desc: boolean, from?: number, to?: number): Visit[] {
+/** An asset's visits in time order, equal times by id (`idDesc`: descending, as time by default). */
+export function sqlVisits(db: Database.Database, assetId: number, desc: boolean, from?: number, to?: number, idDesc = desc): Visit[] {
   const dir = desc ? 'DESC' : 'ASC';
   const rows = db
     .prepare(
@@ -84,7 +93,7 @@ export function sqlVisits(db: Database.Database, assetId: number, desc: boolean,
          CASE WHEN p.visit_id = h.id THEN p.visit_read_count ELSE h.read_count END AS read_count
        FROM scan_history h LEFT JOIN ${POSITIONS} p ON p.asset_id = h.asset_id
        WHERE h.asset_id = ? AND h.event_observed_at >= ? AND h.event_observed_at <= ?
-       ORDER BY h.event_observed_at ${dir}, h.id ${dir}`,
+       ORDER BY h.event_observed_at ${dir}, h.id ${idDesc ? 'DESC' : 'ASC'}`,
     )
     .all(assetId, from ?? -1, to ?? Number.MAX_SAFE_INTEGER) as {
     event_observed_at: number;

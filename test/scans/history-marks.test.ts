@@ -1,9 +1,9 @@
 import type Database from 'better-sqlite3';
 import t, { type Test } from 'tap';
-import { type AssetsClient, assetsClient } from '../helpers/assets.js';
+import { type AssetsClient, assetsClient, scanFixture } from '../helpers/assets.js';
 import { rng } from '../helpers/random.js';
 import { drained, natsClient, publish, scanBody } from '../helpers/scans.js';
-import { iso, markFaults, shardDb, sqlVisits, type Visit } from '../helpers/shardTruth.js';
+import { iso, markFaults, shardDb, sqlVisits, type Visit, visitOf } from '../helpers/shardTruth.js';
 import { spawnTrackd, startNats } from '../helpers/trackd.js';
 
 /**
@@ -20,13 +20,7 @@ const ENV = { SHARDS: '1', HISTORY_GAP_SECONDS: '60', TRACKD_TEST_HISTORY_MARK_S
 async function apiPage(api: AssetsClient, assetId: number, limit: number, offset: number, query: string) {
   const res = await api.req('GET', `/api/v1/assets/${assetId}/history?limit=${limit}&offset=${offset}${query}`);
   if (res.status !== 200) throw new Error(`history ${assetId} ${query}: ${res.status} ${res.text}`);
-  const visits: Visit[] = (res.json.data as Visit[]).map((v) => ({
-    event_observed_at: v.event_observed_at,
-    location_id: v.location_id,
-    last_seen_at: v.last_seen_at,
-    read_count: v.read_count,
-  }));
-  return { total: res.json.total_count as number, visits };
+  return { total: res.json.total_count as number, visits: (res.json.data as Visit[]).map(visitOf) };
 }
 
 /** Every page at a small limit, and pages at random offsets and limits, of every view; returns the mismatches. */
@@ -44,7 +38,7 @@ async function comparePages(t: Test, api: AssetsClient, db: Database.Database, r
       ['window', `&from=${encodeURIComponent(iso(from))}&to=${encodeURIComponent(iso(to))}`, sqlVisits(db, assetId, true, from, to)],
       ['since, ascending', `&from=${encodeURIComponent(iso(from))}&sort=event_observed_at`, sqlVisits(db, assetId, false, from)],
       ['until', `&to=${encodeURIComponent(iso(to))}`, sqlVisits(db, assetId, true, undefined, to)],
-      ['time down, ties up', '&sort=-event_observed_at,event_observed_at', sqlVisitsMixed(db, assetId)],
+      ['time down, ties up', '&sort=-event_observed_at,event_observed_at', sqlVisits(db, assetId, true, undefined, undefined, false)],
     ];
     for (const [name, query, want] of views) {
       const requests: [number, number][] = [];
@@ -68,20 +62,6 @@ async function comparePages(t: Test, api: AssetsClient, db: Database.Database, r
   return { mismatches, pages };
 }
 
-/** Time descending, equal times by id ascending: what a sort of the field one way then the other asks for. */
-function sqlVisitsMixed(db: Database.Database, assetId: number): Visit[] {
-  const byTime = sqlVisits(db, assetId, true);
-  const ids = db
-    .prepare('SELECT event_observed_at, id FROM scan_history WHERE asset_id = ? ORDER BY event_observed_at DESC, id ASC')
-    .all(assetId) as { event_observed_at: number; id: number }[];
-  const desc = db
-    .prepare('SELECT id FROM scan_history WHERE asset_id = ? ORDER BY event_observed_at DESC, id DESC')
-    .pluck()
-    .all(assetId) as number[];
-  const byId = new Map(desc.map((id, i) => [id, byTime[i]!]));
-  return ids.map((r) => byId.get(r.id)!);
-}
-
 t.test('history pages at any offset equal the plain SQL answer while late scans shift the marks', async (t) => {
   const random = rng(2207);
   // A child process: the shard threads read the spacing from the environment they start with.
@@ -90,13 +70,7 @@ t.test('history pages at any offset equal the plain SQL answer while late scans 
   const api = await assetsClient(trackd, 'History Marks');
   const nc = await natsClient(t, nats.url);
   const db = shardDb(t, trackd.dataDir);
-  const locations = ['HM-L0', 'HM-L1', 'HM-L2'];
-  for (const key of locations) await api.req('POST', '/api/v1/locations', { external_key: key, name: key });
-  const assets: { id: number; tag: string }[] = [];
-  for (let i = 0; i < 3; i++) {
-    const a = await api.create({ external_key: `HM-A${i}`, name: `A${i}`, tags: [{ tag_type: 'rfid', value: `hm${i}` }] });
-    assets.push({ id: a.id, tag: `hm${i}` });
-  }
+  const { locations, assets } = await scanFixture(api, 'HM', { locations: 3, assets: 3 });
   const base = Date.now() - 86_400_000;
   let clock = 0;
   let mismatches = 0;

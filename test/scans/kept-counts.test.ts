@@ -1,9 +1,9 @@
 import type Database from 'better-sqlite3';
 import t, { type Test } from 'tap';
-import { type AssetsClient, assetsClient } from '../helpers/assets.js';
+import { type AssetsClient, assetsClient, scanFixture } from '../helpers/assets.js';
 import { rng } from '../helpers/random.js';
 import { drained, natsClient, publish, publishAll, restartAndKillMidDrain, scanBody } from '../helpers/scans.js';
-import { iso, markFaults, shardDb, sqlVisits, type Visit } from '../helpers/shardTruth.js';
+import { iso, markFaults, shardDb, sqlVisits, type Visit, visitOf } from '../helpers/shardTruth.js';
 import { MARK_SPACING } from '../../src/scans/historyMarks.js';
 import { spawnTrackd, startNats, startTrackd, testClock } from '../helpers/trackd.js';
 
@@ -25,13 +25,7 @@ async function apiVisits(api: AssetsClient, assetId: number, limit: number, quer
     const res = await api.req('GET', `/api/v1/assets/${assetId}/history?limit=${limit}&offset=${offset}${query}`);
     if (res.status !== 200) throw new Error(`history ${assetId} ${query}: ${res.status} ${res.text}`);
     totals.push(res.json.total_count);
-    for (const v of res.json.data as Visit[])
-      visits.push({
-        event_observed_at: v.event_observed_at,
-        location_id: v.location_id,
-        last_seen_at: v.last_seen_at,
-        read_count: v.read_count,
-      });
+    for (const v of res.json.data as Visit[]) visits.push(visitOf(v));
     if (offset + limit >= res.json.total_count) break;
   }
   return { totals, visits };
@@ -79,13 +73,7 @@ t.test('history pages and counts equal the plain SQL answer after every step', a
   const api = await assetsClient(trackd, 'Kept Counts');
   const nc = await natsClient(t, trackd.natsUrl);
   const db = shardDb(t, trackd.dataDir);
-  const locations = ['KC-L0', 'KC-L1', 'KC-L2'];
-  for (const key of locations) await api.req('POST', '/api/v1/locations', { external_key: key, name: key });
-  const assets: { id: number; tag: string }[] = [];
-  for (let i = 0; i < 5; i++) {
-    const a = await api.create({ external_key: `KC-A${i}`, name: `A${i}`, tags: [{ tag_type: 'rfid', value: `kc${i}` }] });
-    assets.push({ id: a.id, tag: `kc${i}` });
-  }
+  const { locations, assets } = await scanFixture(api, 'KC', { locations: 3, assets: 5 });
   const base = Date.now() - 86_400_000;
   let mismatches = 0;
   for (let step = 0; step < 20 && mismatches === 0; step++) {
@@ -131,13 +119,7 @@ t.test('kill -9 while a backlog drains: every count kept equals the rows counted
   const trackd = await spawnTrackd(t, { natsUrl: nats.url, env: { SHARDS: '1', HISTORY_GAP_SECONDS: '60' } });
   const api = await assetsClient(trackd, 'Kept Counts Kill');
   const nc = await natsClient(t, nats.url);
-  const locations = ['KK-L0', 'KK-L1', 'KK-L2', 'KK-L3'];
-  for (const key of locations) await api.req('POST', '/api/v1/locations', { external_key: key, name: key });
-  const assets: { id: number; tag: string }[] = [];
-  for (let i = 0; i < 30; i++) {
-    const a = await api.create({ external_key: `KK-A${i}`, name: `A${i}`, tags: [{ tag_type: 'rfid', value: `kk${i}` }] });
-    assets.push({ id: a.id, tag: `kk${i}` });
-  }
+  const { locations, assets } = await scanFixture(api, 'KK', { locations: 4, assets: 30 });
   await trackd.stop('SIGTERM');
   // Enough that the kill, polled every 5 ms (every 50 ms when this was sized) once 800 are acked, lands before the end of the drain (3,000 drained between two 50 ms polls once).
   const SCANS = 12_000;

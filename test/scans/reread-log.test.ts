@@ -3,7 +3,7 @@ import t, { type Test } from 'tap';
 import { type AssetsClient, assetsClient } from '../helpers/assets.js';
 import { rng } from '../helpers/random.js';
 import { drained, natsClient, publish, publishAll, restartAndKillMidDrain, scanBody } from '../helpers/scans.js';
-import { iso, loggedEntries, POSITIONS, shardDb, sqlVisits, type Visit } from '../helpers/shardTruth.js';
+import { iso, loggedEntries, POSITIONS, shardDb, sqlVisits, type Visit, visitOf } from '../helpers/shardTruth.js';
 import { eventually, spawnTrackd, startNats, startTrackd, type Trackd } from '../helpers/trackd.js';
 
 /**
@@ -114,13 +114,7 @@ async function compareAll(
     const got: Visit[] = [];
     for (let offset = 0; ; offset += 100) {
       const res = await api.req('GET', `/api/v1/assets/${assetId}/history?limit=100&offset=${offset}`);
-      for (const v of res.json.data as Visit[])
-        got.push({
-          event_observed_at: v.event_observed_at,
-          location_id: v.location_id,
-          last_seen_at: v.last_seen_at,
-          read_count: v.read_count,
-        });
+      for (const v of res.json.data as Visit[]) got.push(visitOf(v));
       if (offset + 100 >= res.json.total_count) break;
     }
     const want = sqlVisits(db, assetId, true);
